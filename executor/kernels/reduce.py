@@ -1,0 +1,41 @@
+"""Reduction kernels (sum, mean, max, argmax) and one_hot."""
+from __future__ import annotations
+
+from ...ir.errors import GraphcError
+
+
+def _reduce(method):
+    def factory(xp, spec):
+        axes = spec.attrs["dims"]
+        axes = None if axes is None else tuple(a % max(spec.in_types[0].rank, 1) for a in axes)
+        keepdim = spec.attrs["keepdim"]
+        dtype = spec.out_types[0].dtype.numpy
+        if method == "max":
+            return lambda x: x.max(axis=axes, keepdims=keepdim)
+        return lambda x: getattr(x, method)(axis=axes, keepdims=keepdim, dtype=dtype)
+    return factory
+
+
+def _argmax(xp, spec):
+    dim, keepdim = spec.attrs["dim"], spec.attrs["keepdim"]
+    out_shape = spec.out_types[0].shape
+    if dim is None:
+        return lambda x: xp.argmax(x).reshape(out_shape)
+    return lambda x: xp.argmax(x, axis=dim).reshape(out_shape)
+
+
+def _one_hot(xp, spec):
+    classes = spec.attrs["num_classes"]
+    dtype = spec.out_types[0].dtype.numpy
+    ids = xp.arange(classes)
+
+    def run(labels):
+        if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= classes):
+            raise GraphcError(f"class index out of range: labels must be in [0, {classes}), "
+                              f"got min {int(labels.min())}, max {int(labels.max())}")
+        return (labels[..., None] == ids).astype(dtype)
+    return run
+
+
+KERNELS = {"sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,
+           "one_hot": _one_hot}

@@ -1,0 +1,41 @@
+"""Shape kernels: reshape, flatten, permute, broadcast_to (views where numpy allows),
+concat, slice, full."""
+from __future__ import annotations
+
+
+def _reshape(xp, spec):
+    shape = spec.out_types[0].shape
+    return lambda x: x.reshape(shape)
+
+
+def _permute(xp, spec):
+    perm = tuple(p % spec.in_types[0].rank for p in spec.attrs["perm"])
+    return lambda x: x.transpose(perm)
+
+
+def _broadcast_to(xp, spec):
+    shape = spec.out_types[0].shape
+    return lambda x: xp.broadcast_to(x, shape)
+
+
+def _concat(xp, spec):
+    axis = spec.attrs["dim"] % spec.in_types[0].rank
+    dtype = spec.out_types[0].dtype.numpy
+    return lambda *xs: xp.concatenate([x.astype(dtype, copy=False) for x in xs], axis=axis)
+
+
+def _slice(xp, spec):
+    drop = set(spec.attrs["drop"])
+    index = tuple(start if axis in drop else slice(start, stop, step)
+                  for axis, (start, stop, step) in enumerate(spec.attrs["slices"]))
+    return lambda x: x[index]
+
+
+def _full(xp, spec):
+    t = spec.out_types[0]
+    value = spec.attrs["value"]
+    return lambda: xp.full(t.shape, value, dtype=t.dtype.numpy)
+
+
+KERNELS = {"reshape": _reshape, "flatten": _reshape, "permute": _permute, "broadcast_to": _broadcast_to,
+           "concat": _concat, "slice": _slice, "full": _full}

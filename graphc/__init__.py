@@ -1,0 +1,31 @@
+"""graphc: a static-graph deep-learning compiler that runs on numpy (and cupy).
+
+>>> import numpy as np, graphc as gc
+>>> from graphc import nn
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+>>> plan = gc.compile(model, example_inputs=(np.zeros((16, 4), np.float32),))
+>>> plan(np.ones((3, 4), np.float32)).shape
+(3, 2)
+"""
+from . import ir  # noqa: F401  (first: everything below builds on the IR)
+from .ir.errors import DeviceError, GraphcError, PlanFormatError, ShapeError, TraceError, VerifyError
+from .ir.types import DType
+
+float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.int64, DType.bool, DType.float16
+
+from .random import manual_seed  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+from .creation import (abs, cat, concat, exp, from_numpy, full, log, matmul, maximum, minimum, ones,  # noqa: E402
+                       rand, randn, relu, sigmoid, sqrt, tanh, tensor, where, zeros)
+from . import nn  # noqa: E402
+from .compile import compile, trace  # noqa: E402
+from .executor import Plan  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DType", "DeviceError", "GraphcError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
+    "VerifyError", "abs", "bool_", "cat", "compile", "concat", "exp", "float16", "float32", "float64",
+    "from_numpy", "full", "int64", "log", "manual_seed", "matmul", "maximum", "minimum", "nn", "ones", "rand",
+    "randn", "relu", "sigmoid", "sqrt", "tanh", "tensor", "trace", "where", "zeros",
+]

@@ -1,0 +1,80 @@
+"""``gc.trace`` and ``gc.compile``: from a model (or function) to an IR graph and a plan."""
+from __future__ import annotations
+
+import numpy as np
+
+from .executor import Plan
+from .ir.errors import GraphcError, TraceError
+from .ir.types import DType
+from .random import next_seed
+from .tensor import Tensor
+from .tracer import Tracer, input_names
+
+
+def _example_array(x, index):
+    array = x.data if isinstance(x, Tensor) and x._tracer is None else x
+    if isinstance(array, Tensor) or not hasattr(array, "__array__") and not isinstance(array, (list, float, int)):
+        raise GraphcError(f"example input {index} must be an array or an eager Tensor, got {type(x).__name__}")
+    array = np.asarray(array)
+    DType.from_any(array.dtype)
+    return array
+
+
+def trace_model(fn, example_inputs, name=None, dynamic_batch=True):
+    """Trace and also return the tracer (which holds the state arrays the plan shares)."""
+    from .nn.module import Module
+
+    module = fn if isinstance(fn, Module) else None
+    arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
+    tracer = Tracer(name or (type(fn).__name__ if module is not None else getattr(fn, "__name__", "fn")), module)
+    batch = arrays[0].shape[0] if arrays and arrays[0].ndim and dynamic_batch else None
+    tracer.batch_size = batch
+    names = input_names(fn, len(arrays))
+    symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
+               for n, a in zip(names, arrays)]
+    result = fn(*symbols)
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    if not outputs:
+        raise TraceError("the traced function returned nothing")
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TraceError(f"output {i} is a {type(out).__name__}, not a Tensor")
+        tracer.graph.outputs.append(tracer.lift(out, []))
+    tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output" for i in range(len(outputs))]
+    return tracer.graph, tracer
+
+
+def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
+    """Trace a Module or function once into an ``ir.Graph`` (leading dim of inputs -> ``N``).
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc import nn
+    >>> g = gc.trace(nn.Linear(4, 2), np.zeros((8, 4), np.float32))
+    >>> [str(v.type) for v in g.outputs]
+    ['f32[N,2]']
+    """
+    return trace_model(model_or_fn, example_inputs, name, dynamic_batch)[0]
+
+
+def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu"):
+    """Trace ``model`` once and build a plan that reruns it.
+
+    With no loss and optimizer this is a forward plan in the model's current mode
+    (``model.eval()`` for inference). The plan shares parameter and buffer storage with the
+    model; the batch dim is symbolic, so other batch sizes run without retracing.
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc import nn
+    >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
+    >>> infer = gc.compile(model, example_inputs=(np.zeros((64, 4), np.float32),))
+    >>> infer(np.ones((5, 4), np.float32)).shape
+    (5, 8)
+    """
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    if loss_fn is not None or optimizer is not None:
+        from .training import compile_training
+
+        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device)
+    graph, tracer = trace_model(model, example_inputs)
+    return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference")

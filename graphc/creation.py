@@ -1,0 +1,100 @@
+"""Creating tensors (``gc.tensor``, ``zeros``, ``randn`` ...) and free functions on them."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import apply
+from .ir.errors import GraphcError
+from .ir.types import DType
+from .random import generator
+from .tensor import Tensor, _shape_args
+
+_DEFAULT_FLOAT = np.float32
+
+
+def _dtype(dtype, default=_DEFAULT_FLOAT):
+    return DType.from_any(dtype).numpy if dtype is not None else np.dtype(default)
+
+
+def tensor(data, dtype=None) -> Tensor:
+    """An eager tensor from array-like data (Python floats become float32, ints int64).
+
+    >>> import graphc as gc
+    >>> gc.tensor([1.0, 2.0]).dtype
+    <DType.float32: 'f32'>
+    """
+    if isinstance(data, Tensor):
+        array = data.numpy()
+    else:
+        array = np.array(data)
+    if dtype is not None:
+        array = array.astype(_dtype(dtype))
+    elif array.dtype == np.float64 and not isinstance(data, np.ndarray):
+        array = array.astype(_DEFAULT_FLOAT)
+    DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
+    return Tensor(np.ascontiguousarray(array) if array.ndim else array)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """Wrap a numpy array without copying (its dtype is kept)."""
+    if not isinstance(array, np.ndarray):
+        raise GraphcError(f"from_numpy expects a numpy array, got {type(array).__name__}")
+    DType.from_any(array.dtype)
+    return Tensor(array)
+
+
+def zeros(*shape, dtype=None) -> Tensor:
+    return Tensor(np.zeros(_shape_args(shape), dtype=_dtype(dtype)))
+
+
+def ones(*shape, dtype=None) -> Tensor:
+    return Tensor(np.ones(_shape_args(shape), dtype=_dtype(dtype)))
+
+
+def full(shape, value, dtype=None) -> Tensor:
+    return Tensor(np.full(tuple(shape), value, dtype=_dtype(dtype)))
+
+
+def rand(*shape, dtype=None) -> Tensor:
+    """Uniform [0, 1) samples from graphc's seeded generator."""
+    return Tensor(generator().random(_shape_args(shape)).astype(_dtype(dtype)))
+
+
+def randn(*shape, dtype=None) -> Tensor:
+    """Standard normal samples from graphc's seeded generator."""
+    return Tensor(generator().standard_normal(_shape_args(shape)).astype(_dtype(dtype)))
+
+
+def where(condition, input, other) -> Tensor:
+    return apply("where", [condition, input, other])
+
+
+def maximum(input, other) -> Tensor:
+    return apply("maximum", [input, other])
+
+
+def minimum(input, other) -> Tensor:
+    return apply("minimum", [input, other])
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    return apply("concat", list(tensors), {"dim": dim})
+
+
+concat = cat
+
+
+def matmul(a, b) -> Tensor:
+    return apply("matmul", [a, b])
+
+
+def _unary(op):
+    def fn(input):
+        return apply(op, [input])
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op}."
+    return fn
+
+
+exp, log, sqrt, tanh, sigmoid, relu, abs = (_unary(op) for op in ("exp", "log", "sqrt", "tanh", "sigmoid",
+                                                                   "relu", "abs"))

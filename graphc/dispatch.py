@@ -1,0 +1,66 @@
+"""One entry point for every op on Tensors: record it while tracing, run it eagerly otherwise.
+
+Eager execution runs the very kernel the executor runs (the backend table entry), after
+the OpDef's shape rule has checked the inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .executor.backends import NUMPY
+from .executor.kernels import KernelSpec
+from .ir.errors import GraphcError
+from .ir.registry import get_op, infer_types
+from .ir.types import DType, TensorType
+from . import random as _random
+
+
+def apply(op: str, args: list, attrs: dict | None = None):
+    """Apply ``op`` to Tensors / Python scalars; returns a Tensor or a tuple of Tensors."""
+    from .tensor import Tensor
+
+    tracer = None
+    for a in args:
+        if isinstance(a, Tensor) and a._tracer is not None:
+            tracer = a._tracer
+            break
+    if tracer is not None:
+        return tracer.record(op, args, attrs or {})
+    return _run_eager(op, args, attrs or {})
+
+
+def weak_dtype(scalar, others) -> DType:
+    """The dtype a Python scalar takes next to tensors of dtypes ``others`` (PyTorch's rule)."""
+    if isinstance(scalar, bool):
+        return DType.bool
+    floats = [d for d in others if d.is_float]
+    if isinstance(scalar, int):
+        return others[0] if others else DType.int64
+    return floats[0] if floats else DType.float32
+
+
+def _run_eager(op, args, attrs):
+    from .tensor import Tensor
+
+    opdef = get_op(op)
+    attrs = opdef.normalize_attrs(attrs)
+    tensor_dtypes = [DType.from_any(a.data.dtype) for a in args if isinstance(a, Tensor)]
+    arrays = []
+    for a in args:
+        if isinstance(a, Tensor):
+            arrays.append(a.data)
+        else:
+            arrays.append(np.asarray(a, dtype=weak_dtype(a, tensor_dtypes).numpy))
+    in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
+    out_types = infer_types(opdef, in_types, attrs)
+    spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), _random.generator())
+    with np.errstate(all="ignore"):
+        result = NUMPY.kernels[op](spec)(*arrays)
+    results = result if len(out_types) > 1 else (result,)
+    outs = []
+    for r, t in zip(results, out_types):
+        r = np.asarray(r)
+        if r.dtype != t.dtype.numpy or r.shape != t.shape:
+            raise GraphcError(f"kernel {op!r} returned {r.dtype}{list(r.shape)}, expected {t}")
+        outs.append(Tensor(r))
+    return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,243 @@
+"""``nn.Module`` and containers, with PyTorch's registration rules and state_dict layout."""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ..ir.errors import GraphcError, ShapeError
+from ..tensor import Tensor
+from ..tracer import user_source
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Parameter(Tensor):
+    """A trainable tensor of a Module (always holds a numpy array).
+
+    >>> import numpy as np
+    >>> from graphc import nn
+    >>> nn.Parameter(np.zeros(3, np.float32)).shape
+    (3,)
+    """
+
+    def __init__(self, data, requires_grad: bool = True):
+        array = data.data if isinstance(data, Tensor) else np.asarray(data)
+        if array.dtype == np.float64 and not isinstance(data, (np.ndarray, Tensor)):
+            array = array.astype(np.float32)
+        super().__init__(np.ascontiguousarray(array))
+        self.requires_grad = requires_grad
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Module:
+    """Base class of every layer and model; subclasses define ``forward``.
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc import nn
+    >>> class Net(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc = nn.Linear(4, 2)
+    ...     def forward(self, x):
+    ...         return self.fc(x).relu()
+    >>> Net()(gc.ones(3, 4)).shape
+    (3, 2)
+    """
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_gc_tracer", None)  # set only while a tracer calls this module
+        # Where the user built this module: ops recorded inside it point here.
+        object.__setattr__(self, "_gc_source", user_source())
+
+    # ---- registration ------------------------------------------------------------
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise GraphcError(f"call super().__init__() in {type(self).__name__}.__init__ before assigning {name!r}")
+        if isinstance(value, Parameter):
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            self.add_module(name, value)
+        elif name in self._buffers:
+            self._buffers[name] = value if value is None or isinstance(value, Tensor) else Tensor(np.asarray(value))
+        elif name in self._parameters or name in self._modules:
+            if value is not None:
+                raise GraphcError(f"cannot assign {type(value).__name__} to {name!r}: it is a parameter or "
+                                  "submodule (use nn.Parameter / an nn.Module, or None)")
+            (self._parameters if name in self._parameters else self._modules)[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(table)
+            if entries is not None and name in entries:
+                value = entries[name]
+                tracer = self.__dict__.get("_gc_tracer")
+                if tracer is not None and table != "_modules" and value is not None:
+                    return tracer.symbolic(value)  # inside a traced call, state reads are graph values
+                return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name):
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise GraphcError(f"cannot assign {type(param).__name__} as parameter {name!r} (use nn.Parameter)")
+        self.__dict__.pop(name, None)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        if tensor is not None and not isinstance(tensor, Tensor):
+            tensor = Tensor(np.asarray(tensor))
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module) -> None:
+        if module is not None and not isinstance(module, Module):
+            raise GraphcError(f"{type(module).__name__} is not a Module (submodule {name!r})")
+        self.__dict__.pop(name, None)
+        self._modules[name] = module
+
+    # ---- calling ----------------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        raise GraphcError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        tracer = next((a._tracer for a in (*args, *kwargs.values())
+                       if isinstance(a, Tensor) and a._tracer is not None), None)
+        if tracer is None:
+            return self.forward(*args, **kwargs)
+        outer = self.__dict__.get("_gc_tracer")
+        object.__setattr__(self, "_gc_tracer", tracer)
+        tracer.scope.append(self)
+        try:
+            return self.forward(*args, **kwargs)
+        finally:
+            tracer.scope.pop()
+            object.__setattr__(self, "_gc_tracer", outer)
+
+    # ---- walking ------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix: str = ""):
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def named_children(self):
+        return ((n, m) for n, m in self._modules.items() if m is not None)
+
+    def children(self):
+        return (m for _, m in self.named_children())
+
+    def _named_members(self, table: str, recurse: bool):
+        seen = set()
+        modules = self.named_modules() if recurse else [("", self)]
+        for prefix, module in modules:
+            for name, t in getattr(module, table).items():
+                if t is None or id(t) in seen:
+                    continue
+                seen.add(id(t))
+                yield (f"{prefix}.{name}" if prefix else name), t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True):
+        for name, p in self._named_members("_parameters", recurse):
+            yield (f"{prefix}.{name}" if prefix else name), p
+
+    def parameters(self, recurse: bool = True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True):
+        for name, b in self._named_members("_buffers", recurse):
+            yield (f"{prefix}.{name}" if prefix else name), b
+
+    def buffers(self, recurse: bool = True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    # ---- state --------------------------------------------------------------------
+    def state_dict_tensors(self, prefix: str = "") -> "OrderedDict[str, Tensor]":
+        """PyTorch's state_dict order (each module's params, then buffers, then children)."""
+        out = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                out[prefix + name] = b
+        for name, child in self._modules.items():
+            if child is not None:
+                out.update(child.state_dict_tensors(prefix + name + "."))
+        return out
+
+    def state_dict(self) -> "OrderedDict[str, np.ndarray]":
+        """Parameters and persistent buffers as numpy arrays (sharing storage, like PyTorch)."""
+        return OrderedDict((k, t.data) for k, t in self.state_dict_tensors().items())
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """Copy arrays in (a PyTorch state_dict converted with ``.numpy()`` loads unchanged)."""
+        own = self.state_dict_tensors()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise GraphcError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for key, tensor in own.items():
+            if key not in state_dict:
+                continue
+            src = state_dict[key]
+            src = src.data if isinstance(src, Tensor) else np.asarray(src)
+            if src.shape != tensor.data.shape:
+                raise ShapeError(f"load_state_dict: {key} has shape {tuple(src.shape)}, "
+                                 f"the model expects {tuple(tensor.data.shape)}")
+            # In place, so compiled plans that share this storage see the new values.
+            np.copyto(tensor.data, src, casting="unsafe")
+        return IncompatibleKeys(missing, unexpected)
+
+    def train(self, mode: bool = True):
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def to(self, device):
+        """Check the device exists; storage stays numpy (plans move it to the GPU themselves)."""
+        from ..executor.backends import get_backend
+
+        get_backend(device)
+        return self
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self.named_children()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ")" if not lines else head + "\n  " + "\n  ".join(lines) + "\n)"

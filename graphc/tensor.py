@@ -1,0 +1,297 @@
+"""``graphc.Tensor``: eager when it holds an array, symbolic while tracing (holds a Value).
+
+Every method funnels through :func:`graphc.dispatch.apply`, so the same code builds the
+graph when traced and computes when eager.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .dispatch import apply
+from .ir.errors import GraphcError, TraceError
+from .ir.types import DType, dim_poly
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+class SymInt(int):
+    """An int that remembers it is the symbolic batch size (its example value while tracing).
+
+    Passing it to ``reshape``/``view`` keeps the batch dim symbolic; multiplying it by an
+    int keeps it symbolic too (``x.shape[0] * 4``). Other arithmetic gives a plain int.
+    """
+
+    def __new__(cls, value: int, sym: str):
+        obj = super().__new__(cls, value)
+        obj.sym = sym
+        return obj
+
+    def __mul__(self, other):
+        if isinstance(other, int) and not isinstance(other, (SymInt, bool)):
+            coef, power = dim_poly(self.sym)
+            from .ir.types import poly_dim
+            return SymInt(int(self) * other, poly_dim(coef * other, power))
+        return int(self) * other
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return f"{int(self)} ({self.sym})"
+
+
+def dims_attr(dims) -> list:
+    """Shape arguments as attr data: SymInts become their symbol."""
+    return [d.sym if isinstance(d, SymInt) else int(d) for d in dims]
+
+
+def _shape_args(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+class Tensor:
+    """A tensor. ``gc.tensor(np_array)`` makes an eager one.
+
+    >>> import numpy as np, graphc as gc
+    >>> t = gc.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    >>> (t * 2 + 1).sum(dim=1).numpy()
+    array([ 7., 25.], dtype=float32)
+    """
+
+    __array_ufunc__ = None  # make numpy defer: np_array + tensor calls Tensor.__radd__
+    __hash__ = object.__hash__
+
+    def __init__(self, data=None, *, _value=None, _tracer=None):
+        self.data = data
+        self._value = _value
+        self._tracer = _tracer
+
+    # ---- what it is -------------------------------------------------------------
+    @property
+    def is_symbolic(self) -> bool:
+        return self._tracer is not None
+
+    @property
+    def shape(self) -> tuple:
+        if self._tracer is None:
+            return tuple(self.data.shape)
+        return self._tracer.example_shape(self._value.type)
+
+    @property
+    def dtype(self) -> DType:
+        return self._value.type.dtype if self._tracer is not None else DType.from_any(self.data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise GraphcError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    # ---- leaving graphc ---------------------------------------------------------
+    def _concrete(self, what: str):
+        if self._tracer is not None:
+            raise TraceError(f"{what} needs a concrete value, but this tensor is being traced "
+                             "(data-dependent Python control flow cannot be compiled; use gc.where "
+                             "or keep the decision outside the model)", self._tracer.user_location())
+        return self.data
+
+    def numpy(self) -> np.ndarray:
+        return self._concrete("Tensor.numpy()")
+
+    def item(self):
+        data = self._concrete("Tensor.item()")
+        if data.size != 1:
+            raise GraphcError(f"item() needs a one-element tensor, got shape {data.shape}")
+        return data.item()
+
+    def tolist(self):
+        return self._concrete("Tensor.tolist()").tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        data = self._concrete("converting to a numpy array")
+        return data if dtype is None else data.astype(dtype)
+
+    def __bool__(self):
+        return bool(self._concrete("using a tensor as a Python bool (if/while/and/or)"))
+
+    def __float__(self):
+        return float(self._concrete("float(tensor)"))
+
+    def __int__(self):
+        return int(self._concrete("int(tensor)"))
+
+    def __index__(self):
+        return int(self._concrete("using a tensor as an index"))
+
+    def to(self, target) -> "Tensor":
+        """``t.to("cpu")``, ``t.to("cuda")`` or ``t.to(gc.float64)`` (a dtype casts)."""
+        try:
+            dtype = DType.from_any(target)
+        except GraphcError:
+            dtype = None
+        if dtype is not None and not (isinstance(target, str) and target.startswith(("cpu", "cuda"))):
+            return self.cast(dtype)
+        from .executor.backends import get_backend
+
+        backend = get_backend(target)
+        if backend.name == "cpu" or self._tracer is not None:
+            return self
+        raise GraphcError("eager tensors live on the CPU; compile with device='cuda' to run on the GPU")
+
+    def detach(self) -> "Tensor":
+        return self
+
+    def __repr__(self) -> str:
+        if self._tracer is not None:
+            return f"Tensor(symbolic %{self._value.name}:{self._value.type})"
+        body = np.array2string(self.data, separator=", ", precision=4, prefix="Tensor(")
+        return f"Tensor({body}, dtype={self.dtype.name})"
+
+    # ---- arithmetic ---------------------------------------------------------------
+    def __add__(self, o): return apply("add", [self, o])
+    def __radd__(self, o): return apply("add", [o, self])
+    def __sub__(self, o): return apply("sub", [self, o])
+    def __rsub__(self, o): return apply("sub", [o, self])
+    def __mul__(self, o): return apply("mul", [self, o])
+    def __rmul__(self, o): return apply("mul", [o, self])
+    def __truediv__(self, o): return apply("div", [self, o])
+    def __rtruediv__(self, o): return apply("div", [o, self])
+    def __pow__(self, o): return apply("pow", [self, o])
+    def __rpow__(self, o): return apply("pow", [o, self])
+    def __matmul__(self, o): return apply("matmul", [self, o])
+    def __rmatmul__(self, o): return apply("matmul", [o, self])
+    def __neg__(self): return apply("neg", [self])
+    def __abs__(self): return apply("abs", [self])
+    def __eq__(self, o): return apply("eq", [self, o])
+    def __ne__(self, o): return apply("ne", [self, o])
+    def __lt__(self, o): return apply("lt", [self, o])
+    def __le__(self, o): return apply("le", [self, o])
+    def __gt__(self, o): return apply("gt", [self, o])
+    def __ge__(self, o): return apply("ge", [self, o])
+    def __invert__(self): return apply("logical_not", [self])
+
+    def abs(self): return apply("abs", [self])
+    def exp(self): return apply("exp", [self])
+    def log(self): return apply("log", [self])
+    def log1p(self): return apply("log1p", [self])
+    def sqrt(self): return apply("sqrt", [self])
+    def rsqrt(self): return apply("rsqrt", [self])
+    def tanh(self): return apply("tanh", [self])
+    def sigmoid(self): return apply("sigmoid", [self])
+    def relu(self): return apply("relu", [self])
+    def sign(self): return apply("sign", [self])
+    def square(self): return apply("mul", [self, self])
+    def maximum(self, o): return apply("maximum", [self, o])
+    def minimum(self, o): return apply("minimum", [self, o])
+    def softmax(self, dim): return apply("softmax", [self], {"dim": dim})
+    def log_softmax(self, dim): return apply("log_softmax", [self], {"dim": dim})
+    def matmul(self, o): return apply("matmul", [self, o])
+
+    def pow(self, exponent): return apply("pow", [self, exponent])
+
+    def clamp(self, min=None, max=None):
+        out = self
+        if min is not None:
+            out = apply("maximum", [out, min])
+        if max is not None:
+            out = apply("minimum", [out, max])
+        return out
+
+    def cast(self, dtype) -> "Tensor":
+        dtype = DType.from_any(dtype)
+        return self if dtype is self.dtype else apply("cast", [self], {"dtype": dtype.name})
+
+    def float(self): return self.cast(DType.float32)
+    def double(self): return self.cast(DType.float64)
+    def long(self): return self.cast(DType.int64)
+    def bool(self): return self.cast(DType.bool)
+
+    # ---- reductions ---------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False):
+        return apply("sum", [self], {"dims": _dims(dim), "keepdim": keepdim})
+
+    def mean(self, dim=None, keepdim=False):
+        return apply("mean", [self], {"dims": _dims(dim), "keepdim": keepdim})
+
+    def max(self, dim=None, keepdim=False):
+        """Like PyTorch: with ``dim`` returns ``(values, indices)``; without, the max element."""
+        if isinstance(dim, Tensor):
+            return apply("maximum", [self, dim])
+        if dim is None:
+            return apply("max", [self], {"dims": None, "keepdim": False})
+        values = apply("max", [self], {"dims": (dim,), "keepdim": keepdim})
+        return MaxResult(values, self.argmax(dim, keepdim))
+
+    def amax(self, dim=None, keepdim=False):
+        return apply("max", [self], {"dims": _dims(dim), "keepdim": keepdim})
+
+    def argmax(self, dim=None, keepdim=False):
+        return apply("argmax", [self], {"dim": dim, "keepdim": keepdim})
+
+    # ---- shape ------------------------------------------------------------------
+    def reshape(self, *shape):
+        return apply("reshape", [self], {"shape": dims_attr(_shape_args(shape))})
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return apply("flatten", [self], {"start_dim": start_dim, "end_dim": end_dim})
+
+    def permute(self, *dims):
+        return apply("permute", [self], {"perm": list(_shape_args(dims))})
+
+    def transpose(self, dim0, dim1):
+        perm = list(range(self.ndim))
+        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+        return self.permute(perm)
+
+    @property
+    def T(self):
+        return self.permute(list(reversed(range(self.ndim))))
+
+    def unsqueeze(self, dim):
+        shape = list(self.shape)
+        shape.insert(dim % (len(shape) + 1), 1)
+        return self.reshape(shape)
+
+    def squeeze(self, dim=None):
+        shape = list(self.shape)
+        if dim is None:
+            keep = [d for d in shape if d != 1 or isinstance(d, SymInt)]
+        else:
+            dim = dim % max(len(shape), 1)
+            keep = shape[:dim] + shape[dim + 1:] if shape and shape[dim] == 1 else shape
+        return self.reshape(keep)
+
+    def expand(self, *shape):
+        return apply("broadcast_to", [self], {"shape": dims_attr(_shape_args(shape))})
+
+    def __getitem__(self, index):
+        from .indexing import getitem
+
+        return getitem(self, index)
+
+
+def _dims(dim):
+    if dim is None:
+        return None
+    return (dim,) if isinstance(dim, int) else tuple(dim)

@@ -1,0 +1,171 @@
+"""Tracing: run a model once on symbolic Tensors and record every op into an ir.Graph.
+
+Each node's meta gets the module path and class of the innermost module being called and
+a source line: for graphc's own modules (Linear, Conv2d, ...) the line that constructed
+the module; otherwise the innermost stack frame outside the graphc package.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+
+import numpy as np
+
+from .ir.builder import Builder
+from .ir.errors import GraphcError, TraceError
+from .ir.graph import Graph, Value, describe_location
+from .ir.types import BATCH, DType, TensorType, dim_poly
+
+from . import executor as _executor, ir as _ir, passes as _passes
+
+# The folders of graphc's four packages: frames from files inside them are not "user" code.
+PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep
+                     for path in (__file__, _ir.__file__, _passes.__file__, _executor.__file__))
+
+
+def user_frame():
+    """The innermost stack frame whose code is outside graphc (or None)."""
+    dirs = PACKAGE_DIRS
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(dirs):
+        frame = frame.f_back
+    return frame
+
+
+def user_source() -> str | None:
+    frame = user_frame()
+    if frame is None:
+        return None
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def is_builtin_module(module) -> bool:
+    return type(module).__module__.startswith("graphc.")
+
+
+class Tracer:
+    """Owns the graph being built and the map from eager tensors to graph values."""
+
+    def __init__(self, name: str, root=None):
+        self.graph = Graph(name)
+        self.builder = Builder(self.graph)
+        self.values: dict[int, Value] = {}  # id(eager Tensor) -> state or constant Value
+        self.keep_alive: list = []  # lifted tensors stay referenced so their ids stay unique
+        self.state_arrays: dict[str, np.ndarray] = {}
+        self.scope: list = []
+        self.batch_size = None
+        self.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
+        if root is not None:
+            self._add_state(root)
+
+    def _add_state(self, root):
+        buffers = dict(root.named_buffers())
+        for name, tensor in root.state_dict_tensors().items():
+            role = "buffer" if name in buffers else "param"
+            value = Value(name, TensorType(tensor.data.shape, DType.from_any(tensor.data.dtype)))
+            self.graph.add_state(value, role)
+            self.values[id(tensor)] = value
+            self.state_arrays[name] = tensor.data
+
+    # ---- inputs and outputs -------------------------------------------------------
+    def add_input(self, name: str, array: np.ndarray, batch: bool):
+        from .tensor import Tensor
+
+        shape = tuple(array.shape)
+        if batch:
+            shape = (BATCH,) + shape[1:]
+        value = self.graph.add_input(Value(name, TensorType(shape, DType.from_any(array.dtype))))
+        return Tensor(_value=value, _tracer=self)
+
+    def example_shape(self, ttype: TensorType) -> tuple:
+        from .tensor import SymInt
+
+        out = []
+        for d in ttype.shape:
+            coef, power = dim_poly(d)
+            out.append(coef if power == 0 else SymInt(coef * self.batch_size ** power, d))
+        return tuple(out)
+
+    # ---- recording ----------------------------------------------------------------
+    def lift(self, x, dtypes) -> Value:
+        """The graph Value for a Tensor or Python scalar used as an op input."""
+        from .dispatch import weak_dtype
+        from .tensor import Tensor
+
+        if isinstance(x, Tensor):
+            if x._tracer is self:
+                return x._value
+            if x._tracer is not None:
+                raise TraceError("a tensor from another trace was used here", self.user_location())
+            value = self.values.get(id(x))
+            if value is None:
+                value = self.builder.constant(x.data, DType.from_any(x.data.dtype))
+                self.values[id(x)] = value
+                self.keep_alive.append(x)
+            return value
+        if isinstance(x, (bool, int, float, np.number)):
+            return self.builder.constant(x, weak_dtype(x, dtypes))
+        raise TraceError(f"cannot use a {type(x).__name__} as a tensor in a traced op", self.user_location())
+
+    def record(self, op: str, args: list, attrs: dict):
+        from .tensor import Tensor
+
+        dtypes = [a.dtype for a in args if isinstance(a, Tensor)]
+        inputs = [self.lift(a, dtypes) for a in args]
+        meta = self.current_meta()
+        try:
+            outputs = self.builder.emit(op, inputs, attrs, meta)
+        except GraphcError as e:
+            raise e.located(describe_location(meta)) from None
+        tensors = tuple(Tensor(_value=v, _tracer=self) for v in outputs)
+        return tensors[0] if len(tensors) == 1 else tensors
+
+    def symbolic(self, tensor):
+        """The symbolic stand-in for an eager state tensor read inside a traced module."""
+        from .tensor import Tensor
+
+        return Tensor(_value=self.lift(tensor, []), _tracer=self)
+
+    def assign(self, target, new) -> None:
+        """Record ``target <- new`` for a buffer (running stats): a graph update."""
+        value = target._value if target._tracer is self else self.values.get(id(target))
+        if value is None or self.graph.state.get(value.name) is not value:
+            raise TraceError("only registered buffers can be updated inside a traced model", self.user_location())
+        new_value = self.lift(new, [value.type.dtype])
+        if new_value.type != value.type:
+            raise TraceError(f"update of {value.name} has type {new_value.type}, buffer is {value.type}",
+                             self.user_location())
+        self.graph.updates[value.name] = new_value
+
+    def current_meta(self) -> dict:
+        meta = {}
+        module = self.scope[-1] if self.scope else None
+        if module is not None:
+            path = self.module_names.get(id(module), "")
+            if path:
+                meta["module"] = path
+            meta["module_type"] = type(module).__name__
+        source = getattr(module, "_gc_source", None) if module is not None and is_builtin_module(module) else None
+        source = source or user_source()
+        if source:
+            meta["source"] = source
+        if "module" not in meta:
+            meta.pop("module_type", None)
+        return meta
+
+    def user_location(self) -> str | None:
+        return describe_location(self.current_meta())
+
+
+def input_names(fn, count: int) -> list:
+    """Names for graph inputs from the forward signature (``x``, ``y``) or ``input{i}``."""
+    target = getattr(fn, "forward", fn)
+    try:
+        params = [p for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = [p.name for p in params[:count]]
+    names += [f"input{i}" for i in range(len(names), count)]
+    return names

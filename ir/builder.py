@@ -1,0 +1,71 @@
+"""A small helper that appends shape-checked nodes to a Graph.
+
+Both the tracer (``graphc.trace``) and the passes (autodiff's vjp rules) emit nodes
+through it, so every node gets the same attr normalisation and type inference.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import GraphcError
+from .graph import Graph, Node, Value
+from .registry import get_op, infer_types
+from .types import DType, TensorType
+
+
+class Builder:
+    """Emit nodes into ``graph`` with fresh SSA names.
+
+    >>> from graphc.ir import Graph, Value, TensorType, DType, Builder
+    >>> g = Graph()
+    >>> x = g.add_input(Value("x", TensorType(("N", 4), DType.float32)))
+    >>> y = Builder(g).emit("relu", [x])[0]
+    >>> str(y.type)
+    'f32[N,4]'
+    """
+
+    def __init__(self, graph: Graph, meta: dict | None = None):
+        self.graph = graph
+        self.meta = dict(meta or {})
+        self._counter = _next_free_number(graph)
+
+    def fresh_name(self) -> str:
+        name = str(self._counter)
+        self._counter += 1
+        return name
+
+    def emit(self, op: str, inputs: list, attrs: dict | None = None, meta: dict | None = None) -> list:
+        """Append ``op(inputs)`` and return its output Values."""
+        opdef = get_op(op)
+        attrs = opdef.normalize_attrs(attrs or {})
+        out_types = infer_types(opdef, [v.type for v in inputs], attrs)
+        outputs = [Value(self.fresh_name(), t) for t in out_types]
+        node = Node(op, list(inputs), outputs, attrs, {**self.meta, **(meta or {})})
+        self.graph.nodes.append(node)
+        return outputs
+
+    def emit1(self, op: str, inputs: list, attrs: dict | None = None, meta: dict | None = None) -> Value:
+        return self.emit(op, inputs, attrs, meta)[0]
+
+    def constant(self, data, dtype: DType | None = None) -> Value:
+        """Add a constant (kept in ``graph.constant_data``); scalars print inline."""
+        arr = np.asarray(data, dtype=(dtype.numpy if dtype else None))
+        if arr.dtype == np.float64 and dtype is None:
+            raise GraphcError("constant dtype must be given for float data")
+        value = Value(f"c{len(self.graph.constants)}", TensorType(arr.shape, DType.from_any(arr.dtype)))
+        while value.name in self.graph.constants:
+            value.name += "_"
+        return self.graph.add_constant(value, arr)
+
+
+def _next_free_number(graph: Graph) -> int:
+    best = -1
+    for n in graph.nodes:
+        for v in n.outputs:
+            if v.name.isdigit():
+                best = max(best, int(v.name))
+    return best + 1
+
+
+def scalar_type(dtype: DType) -> TensorType:
+    return TensorType((), dtype)

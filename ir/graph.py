@@ -1,0 +1,153 @@
+"""Graph IR: values, nodes (plain data, like ONNX) and graphs.
+
+A Graph is SSA: every Value is defined once, by a graph input, a state entry
+(parameter, buffer, optimizer state), a constant, or exactly one node output.
+Nodes are kept in topological order in a plain list, which is what passes walk;
+networkx is used for algorithms only (:meth:`Graph.to_networkx`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .types import TensorType
+
+STATE_ROLES = ("param", "buffer", "optim")
+
+
+class Value:
+    """An SSA value: a name and a :class:`TensorType`. Compared by identity."""
+
+    __slots__ = ("name", "type")
+
+    def __init__(self, name: str, type: TensorType):
+        self.name = name
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"%{self.name}:{self.type}"
+
+
+@dataclass(eq=False)
+class Node:
+    """One op application. ``attrs`` hold plain data only (ints, floats, bools, strs,
+    lists of those); ``meta`` holds the module path, source line and creating pass."""
+
+    op: str
+    inputs: list
+    outputs: list
+    attrs: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def output(self) -> Value:
+        return self.outputs[0]
+
+    def location(self) -> str | None:
+        """``features.3 (Conv2d) at net.py:42``, or None when nothing is known."""
+        return describe_location(self.meta)
+
+
+def describe_location(meta: dict) -> str | None:
+    parts = []
+    if meta.get("module"):
+        kind = f" ({meta['module_type']})" if meta.get("module_type") else ""
+        parts.append(f"{meta['module']}{kind}")
+    if meta.get("source"):
+        parts.append(f"at {meta['source']}")
+    return " ".join(parts) or None
+
+
+class Graph:
+    """A whole program: inputs, state, constants, nodes in order, outputs, updates.
+
+    ``updates`` maps a state name to the Value it holds after one run (running stats,
+    updated parameters); the executor writes them back into the shared storage.
+
+    >>> from graphc.ir import Graph, Value, TensorType, DType
+    >>> g = Graph(name="f")
+    >>> x = g.add_input(Value("x", TensorType(("N", 3), DType.float32)))
+    >>> len(g.inputs)
+    1
+    """
+
+    def __init__(self, name: str = "graph"):
+        self.name = name
+        self.inputs: list[Value] = []
+        self.state: dict[str, Value] = {}
+        self.state_roles: dict[str, str] = {}
+        self.constants: dict[str, Value] = {}
+        self.constant_data: dict[str, np.ndarray] = {}
+        self.nodes: list[Node] = []
+        self.outputs: list[Value] = []
+        self.output_names: list[str] = []
+        self.updates: dict[str, Value] = {}
+        self.meta: dict = {}
+
+    # ---- building ---------------------------------------------------------------
+    def add_input(self, value: Value) -> Value:
+        self.inputs.append(value)
+        return value
+
+    def add_state(self, value: Value, role: str) -> Value:
+        assert role in STATE_ROLES, role
+        self.state[value.name] = value
+        self.state_roles[value.name] = role
+        return value
+
+    def add_constant(self, value: Value, data: np.ndarray) -> Value:
+        self.constants[value.name] = value
+        self.constant_data[value.name] = data
+        return value
+
+    # ---- views ------------------------------------------------------------------
+    @property
+    def params(self) -> dict[str, Value]:
+        return {k: v for k, v in self.state.items() if self.state_roles[k] == "param"}
+
+    @property
+    def buffers(self) -> dict[str, Value]:
+        return {k: v for k, v in self.state.items() if self.state_roles[k] == "buffer"}
+
+    def leaf_values(self) -> list[Value]:
+        """Values not produced by a node: inputs, state and constants."""
+        return [*self.inputs, *self.state.values(), *self.constants.values()]
+
+    def producers(self) -> dict[int, Node]:
+        """``id(value) -> node`` for every node output."""
+        return {id(v): n for n in self.nodes for v in n.outputs}
+
+    def users(self) -> dict[int, list[Node]]:
+        """``id(value) -> [nodes reading it]`` (a node appears once per input slot)."""
+        out: dict[int, list[Node]] = {}
+        for n in self.nodes:
+            for v in n.inputs:
+                out.setdefault(id(v), []).append(n)
+        return out
+
+    def root_values(self) -> list[Value]:
+        """Values the caller observes: outputs and state updates."""
+        return [*self.outputs, *self.updates.values()]
+
+    def to_networkx(self):
+        """A ``networkx.DiGraph`` over node indices (edges follow data flow)."""
+        import networkx as nx
+
+        dg = nx.DiGraph()
+        dg.add_nodes_from(range(len(self.nodes)))
+        producer_index = {id(v): i for i, n in enumerate(self.nodes) for v in n.outputs}
+        for i, n in enumerate(self.nodes):
+            for v in n.inputs:
+                j = producer_index.get(id(v))
+                if j is not None:
+                    dg.add_edge(j, i)
+        return dg
+
+    def __str__(self) -> str:
+        from .printer import format_graph
+
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes>"

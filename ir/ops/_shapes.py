@@ -1,0 +1,79 @@
+"""Shape-rule helpers shared by the op definitions (symbolic dims flow through)."""
+from __future__ import annotations
+
+from ..errors import ShapeError
+from ..types import DType, TensorType, is_static, promote
+
+
+def fmt_shape(shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def broadcast(*shapes) -> tuple:
+    """numpy broadcasting over int and symbolic dims (a symbol only matches itself or 1)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for axis in range(rank):
+        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise ShapeError("shapes " + " and ".join(fmt_shape(s) for s in shapes) + " do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def result_dtype(types) -> DType:
+    dtype = types[0].dtype
+    for t in types[1:]:
+        dtype = promote(dtype, t.dtype)
+    return dtype
+
+
+def norm_axis(axis: int, rank: int, what: str = "dim") -> int:
+    if not -max(rank, 1) <= axis < max(rank, 1):
+        raise ShapeError(f"{what} {axis} is out of range for a rank-{rank} tensor")
+    return axis % max(rank, 1)
+
+
+def norm_axes(axes, rank: int) -> tuple:
+    if axes is None:
+        return tuple(range(rank))
+    out = tuple(sorted({norm_axis(a, rank) for a in axes}))
+    if len(out) != len(axes):
+        raise ShapeError(f"repeated dims in {tuple(axes)}")
+    return out
+
+
+def reduced_shape(shape, axes, keepdim: bool) -> tuple:
+    if keepdim:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def need_float(t: TensorType, op: str) -> None:
+    if not t.dtype.is_float:
+        raise ShapeError(f"{op} needs a floating-point input, got {t.dtype.name}")
+
+
+def need_rank(t: TensorType, ranks, op: str, what: str = "input") -> None:
+    if t.rank not in ranks:
+        want = " or ".join(str(r) for r in ranks)
+        raise ShapeError(f"{op} expects a rank-{want} {what}, got {t} (rank {t.rank})")
+
+
+def need_static(dims, op: str, what: str) -> None:
+    for d in dims:
+        if not is_static(d):
+            raise ShapeError(f"{op}: {what} must not depend on the batch size (got {d})")
+
+
+def window_out(size: int, kernel: int, stride: int, padding: int, dilation: int, op: str) -> int:
+    out = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    if out <= 0:
+        raise ShapeError(f"{op}: input size {size} is too small for kernel {kernel} "
+                         f"(stride {stride}, padding {padding}, dilation {dilation})")
+    return out
+
+
+def pair(v) -> tuple:
+    return (v, v) if isinstance(v, int) else tuple(v)

@@ -1,0 +1,117 @@
+"""Shape ops: reshape, flatten, permute, concat, basic slicing and ``full``.
+
+Symbolic dims flow through: flattening ``[N,8,4,4]`` from dim 1 gives ``[N,128]``;
+from dim 0 it gives ``[N*128]``.
+"""
+from __future__ import annotations
+
+from ..errors import ShapeError
+from ..registry import Attr, OpDef, register
+from ..types import TensorType, dim_div, dim_poly, is_static, numel
+from ._shapes import fmt_shape, norm_axis, result_dtype
+
+
+def _reshape(in_types, attrs):
+    x = in_types[0]
+    target = list(attrs["shape"])
+    if sum(1 for d in target if d == -1) > 1:
+        raise ShapeError(f"reshape: at most one -1 allowed in {tuple(target)}")
+    for d in target:
+        if d != -1:
+            coef, _ = dim_poly(d)
+            if coef < 0:
+                raise ShapeError(f"reshape: bad dim {d} in {tuple(target)}")
+    known = numel([d for d in target if d != -1])
+    total = numel(x.shape)
+    if -1 in target:
+        missing = dim_div(total, known)
+        if missing is None:
+            raise ShapeError(f"reshape: cannot view {x} as {fmt_shape(target)}")
+        target[target.index(-1)] = missing
+    elif dim_poly(known) != dim_poly(total):
+        raise ShapeError(f"reshape: cannot view {x} ({total} elements) as {fmt_shape(target)}")
+    return [x.with_shape(target)]
+
+
+def _flatten(in_types, attrs):
+    x = in_types[0]
+    if x.rank == 0:
+        return [x.with_shape((1,))]
+    start, end = norm_axis(attrs["start_dim"], x.rank), norm_axis(attrs["end_dim"], x.rank)
+    if start > end:
+        raise ShapeError(f"flatten: start_dim {attrs['start_dim']} comes after end_dim {attrs['end_dim']}")
+    return [x.with_shape(x.shape[:start] + (numel(x.shape[start:end + 1]),) + x.shape[end + 1:])]
+
+
+def _permute(in_types, attrs):
+    x = in_types[0]
+    perm = [norm_axis(p, x.rank) for p in attrs["perm"]]
+    if sorted(perm) != list(range(x.rank)):
+        raise ShapeError(f"permute: {tuple(attrs['perm'])} is not a permutation of {x.rank} dims")
+    return [x.with_shape(tuple(x.shape[p] for p in perm))]
+
+
+def _concat(in_types, attrs):
+    first = in_types[0]
+    axis = norm_axis(attrs["dim"], first.rank)
+    total = 0
+    for t in in_types:
+        if t.rank != first.rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != axis):
+            raise ShapeError(f"concat: {t} does not match {first} outside dim {axis}")
+        if not is_static(t.shape[axis]):
+            raise ShapeError(f"concat along the batch dim is not supported in a compiled graph ({t})")
+        total += t.shape[axis]
+    return [TensorType(first.shape[:axis] + (total,) + first.shape[axis + 1:], result_dtype(in_types))]
+
+
+def _slice_len(dim, start, stop, step):
+    if step is None or step == 0:
+        raise ShapeError("slice step must be a non-zero int")
+    if is_static(dim):
+        return len(range(*slice(start, stop, step).indices(dim)))
+    if start in (None, 0) and stop is None and step == 1:
+        return dim
+    raise ShapeError(f"slicing the batch dim {dim} with bounds [{start}:{stop}:{step}] is not supported "
+                     "in a compiled graph (the result size would depend on the batch size)")
+
+
+def _slice(in_types, attrs):
+    x = in_types[0]
+    slices, drop = attrs["slices"], attrs["drop"]
+    if len(slices) != x.rank:
+        raise ShapeError(f"slice: {len(slices)} index entries for a rank-{x.rank} tensor")
+    shape = []
+    for axis, (dim, (start, stop, step)) in enumerate(zip(x.shape, slices)):
+        if axis in drop:
+            if is_static(dim) and not -dim <= start < dim:
+                raise ShapeError(f"index {start} is out of range for dim {axis} of size {dim}")
+            continue
+        shape.append(_slice_len(dim, start, stop, step))
+    return [x.with_shape(shape)]
+
+
+def _full(in_types, attrs):
+    for d in attrs["shape"]:
+        if dim_poly(d)[0] < 0:
+            raise ShapeError(f"full: negative dim in {tuple(attrs['shape'])}")
+    return [TensorType(tuple(attrs["shape"]), attrs["dtype"])]
+
+
+def _broadcast_to(in_types, attrs):
+    from ._shapes import broadcast
+
+    x, shape = in_types[0], tuple(attrs["shape"])
+    if broadcast(x.shape, shape) != shape:
+        raise ShapeError(f"broadcast_to: {x} does not broadcast to {fmt_shape(shape)}")
+    return [x.with_shape(shape)]
+
+
+register(OpDef("reshape", _reshape, attrs={"shape": Attr("dims")}, doc="view with a new shape (-1 inferred)"))
+register(OpDef("flatten", _flatten, attrs={"start_dim": Attr("int", 0), "end_dim": Attr("int", -1)}))
+register(OpDef("permute", _permute, attrs={"perm": Attr("ints")}))
+register(OpDef("concat", _concat, attrs={"dim": Attr("int", 0)}, inputs=(1, None)))
+register(OpDef("slice", _slice, attrs={"slices": Attr("slices"), "drop": Attr("ints", ())},
+               doc="basic indexing: (start, stop, step) per dim; dims in `drop` were integer-indexed"))
+register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float"), "dtype": Attr("dtype", "float32")},
+               inputs=(0, 0), doc="a tensor filled with one value (shape may use N)"))
+register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}))

@@ -1,0 +1,75 @@
+"""Text form of a graph: one node per line with types, like a jaxpr.
+
+    graph Net(%x:f32[N,64]) {
+      params: %fc1.weight:f32[128,64], %fc1.bias:f32[128]
+      %0:f32[N,128] = linear(%x, %fc1.weight, %fc1.bias)  # fc1 (Linear) at net.py:12
+      return %0
+    }
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph, Node, Value, describe_location
+
+
+def format_value(value: Value, graph: Graph | None = None) -> str:
+    if graph is not None and value.name in graph.constants and graph.constants[value.name] is value:
+        data = graph.constant_data[value.name]
+        if data.ndim == 0:
+            return f"{_literal(data)}:{value.type.dtype.short}"
+    return f"%{value.name}"
+
+
+def _literal(data: np.ndarray) -> str:
+    item = data.item()
+    return repr(item) if not isinstance(item, float) else f"{item:.8g}"
+
+
+def format_attrs(attrs: dict) -> str:
+    if not attrs:
+        return ""
+    parts = [f"{k}={_attr(v)}" for k, v in attrs.items()]
+    return "[" + ", ".join(parts) + "]"
+
+
+def _attr(v) -> str:
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_attr(x) for x in v) + ")"
+    if isinstance(v, float):
+        return f"{v:.8g}"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def format_node(node: Node, graph: Graph | None = None) -> str:
+    outs = ", ".join(f"%{v.name}:{v.type}" for v in node.outputs)
+    args = ", ".join(format_value(v, graph) for v in node.inputs)
+    line = f"{outs} = {node.op}{format_attrs(node.attrs)}({args})"
+    comment = describe_location(node.meta)
+    extras = [comment] if comment else []
+    if node.meta.get("grad_of"):
+        extras.append(f"grad of {node.meta['grad_of']}")
+    if node.meta.get("pass"):
+        extras.append(f"by {node.meta['pass']}")
+    return line + ("  # " + "; ".join(extras) if extras else "")
+
+
+def format_graph(graph: Graph) -> str:
+    ins = ", ".join(f"%{v.name}:{v.type}" for v in graph.inputs)
+    lines = [f"graph {graph.name}({ins}) {{"]
+    for entry in graph.meta.get("passes", []):
+        lines.append(f"  # pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
+    for role, title in (("param", "params"), ("buffer", "buffers"), ("optim", "optimizer state")):
+        vals = [v for k, v in graph.state.items() if graph.state_roles[k] == role]
+        if vals:
+            lines.append(f"  {title}: " + ", ".join(f"%{v.name}:{v.type}" for v in vals))
+    arrays = [v for k, v in graph.constants.items() if graph.constant_data[k].ndim > 0]
+    if arrays:
+        lines.append("  constants: " + ", ".join(f"%{v.name}:{v.type}" for v in arrays))
+    for node in graph.nodes:
+        lines.append("  " + format_node(node, graph))
+    lines.append("  return " + ", ".join(format_value(v, graph) for v in graph.outputs))
+    for name, value in graph.updates.items():
+        lines.append(f"  update {name} <- {format_value(value, graph)}")
+    lines.append("}")
+    return "\n".join(lines)

@@ -1,0 +1,72 @@
+"""``ir.verify(graph)``: structural checks the pass manager runs after every pass in tests."""
+from __future__ import annotations
+
+from .errors import GraphcError, VerifyError
+from .graph import Graph
+from .registry import get_op, infer_types
+
+
+def verify(graph: Graph) -> Graph:
+    """Check SSA, topological order, known ops, attrs and types; return the graph.
+
+    >>> from graphc.ir import Graph, verify
+    >>> verify(Graph()).name
+    'graph'
+    """
+    defined: dict[int, str] = {}
+    names: set[str] = set()
+
+    def define(value, where):
+        if id(value) in defined:
+            raise VerifyError(f"value %{value.name} defined twice ({defined[id(value)]} and {where})")
+        if value.name in names:
+            raise VerifyError(f"two values share the name %{value.name} ({where})")
+        defined[id(value)] = where
+        names.add(value.name)
+
+    for v in graph.inputs:
+        define(v, "graph input")
+    for name, v in graph.state.items():
+        if v.name != name:
+            raise VerifyError(f"state entry {name!r} holds value %{v.name}")
+        define(v, f"state {name}")
+    for name, v in graph.constants.items():
+        define(v, f"constant {name}")
+        data = graph.constant_data.get(name)
+        if data is None or tuple(data.shape) != v.type.shape or data.dtype != v.type.dtype.numpy:
+            raise VerifyError(f"constant %{name} data does not match its type {v.type}")
+    for index, node in enumerate(graph.nodes):
+        _verify_node(node, index, defined)
+        for v in node.outputs:
+            define(v, f"node {index} ({node.op})")
+    for v in graph.root_values():
+        if id(v) not in defined:
+            raise VerifyError(f"graph output %{v.name} is never defined")
+    for name, v in graph.updates.items():
+        if name not in graph.state:
+            raise VerifyError(f"update of unknown state {name!r}")
+        if v.type != graph.state[name].type:
+            raise VerifyError(f"update of {name!r} has type {v.type}, state is {graph.state[name].type}")
+    return graph
+
+
+def _verify_node(node, index, defined):
+    where = node.location()
+    try:
+        opdef = get_op(node.op)
+    except GraphcError as e:
+        raise VerifyError(f"node {index}: {e.message}", where) from None
+    for v in node.inputs:
+        if id(v) not in defined:
+            raise VerifyError(f"node {index} ({node.op}) reads %{v.name} before it is defined", where)
+    try:
+        attrs = opdef.normalize_attrs(node.attrs)
+        expected = infer_types(opdef, [v.type for v in node.inputs], attrs)
+    except GraphcError as e:
+        raise VerifyError(f"node {index} ({node.op}): {e.message}", where) from None
+    if attrs != node.attrs:
+        raise VerifyError(f"node {index} ({node.op}): attrs {node.attrs} are not normalised", where)
+    actual = [v.type for v in node.outputs]
+    if actual != expected:
+        raise VerifyError(f"node {index} ({node.op}): output types {[str(t) for t in actual]} "
+                          f"differ from the rule's {[str(t) for t in expected]}", where)

@@ -1,0 +1,1 @@
+"""Passes: pure functions Graph -> Graph (autodiff, dce, cse, folding, fusions)."""
