@@ -25,26 +25,41 @@ class Plan:
     (3, 2)
     """
 
-    def __init__(self, graph: Graph, state: dict, *, device="cpu", seed: int = 0, kind: str = "inference"):
+    def __init__(self, graph: Graph, state: dict, *, device="cpu", seed: int = 0, kind: str = "inference",
+                 param_groups: list | None = None):
         self.graph = graph
         self.kind = kind
         self.backend = get_backend(device)
         self.device = self.backend.name
-        self._state = {name: state[name] for name in graph.state}
+        # Shared with the model where given; optimizer state starts at zero (PyTorch's lazy init).
+        self._state = {name: state[name] if name in state else np.zeros(v.type.shape, v.type.dtype.numpy)
+                       for name, v in graph.state.items()}
         self._constants = {k: self.backend.asarray(v) for k, v in graph.constant_data.items()}
         self.rng = np.random.default_rng(seed)
         self._programs: dict[int, Program] = {}
-        self.input_names = [v.name for v in graph.inputs]
+        self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
+        # Each group's "lr" is read every step (schedulers edit these dicts).
+        self.param_groups = param_groups if param_groups is not None else [{"lr": 0.0} for _ in self.hyper_inputs]
+        user_inputs = graph.inputs[:len(graph.inputs) - len(self.hyper_inputs)]
+        self.input_names = [v.name for v in user_inputs]
         self.output_names = list(graph.output_names) or [v.name for v in graph.outputs]
 
     # ---- running ----------------------------------------------------------------
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, return_outputs: bool = False):
+        """Inference: the output(s). Training: one step, returning the loss as a 0-d array,
+        or ``(loss, outputs)`` with ``return_outputs=True``."""
         outputs = self.run(list(inputs))
+        if self.kind == "training":
+            loss, model_outputs = outputs[0], outputs[1:]
+            if not return_outputs:
+                return loss
+            return loss, (model_outputs[0] if len(model_outputs) == 1 else tuple(model_outputs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def run(self, inputs: list) -> list:
-        """Run once on a list of inputs; return the list of outputs."""
+        """Run once on a list of user inputs; return the list of graph outputs."""
         arrays, batch = self._check_inputs(inputs)
+        arrays += [np.asarray(float(group["lr"]), np.float64) for group in self.param_groups]
         program = self._programs.get(batch)
         if program is None:
             program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants)
@@ -52,8 +67,14 @@ class Plan:
             outs = program.run(arrays, self._state)
         return [self.backend.asarray(o) for o in outs]
 
+    @property
+    def step_count(self) -> int:
+        """Training steps run so far (0 for inference plans)."""
+        step = self._state.get("optim.step")
+        return int(step) if step is not None else 0
+
     def _check_inputs(self, inputs: list):
-        expected = self.graph.inputs
+        expected = self.graph.inputs[:len(self.input_names)]
         if len(inputs) != len(expected):
             names = ", ".join(self.input_names)
             raise ShapeError(f"plan takes {len(expected)} input(s) ({names}), got {len(inputs)}")

@@ -20,16 +20,22 @@ def _example_array(x, index):
     return array
 
 
-def trace_model(fn, example_inputs, name=None, dynamic_batch=True):
-    """Trace and also return the tracer (which holds the state arrays the plan shares)."""
+def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, names=None):
+    """Trace and also return the tracer (which holds the state arrays the plan shares).
+
+    ``root`` is the module whose parameters and buffers become graph state (default: ``fn``
+    when it is a Module); ``names`` overrides the input names taken from the signature.
+    """
     from .nn.module import Module
 
-    module = fn if isinstance(fn, Module) else None
+    root = root if root is not None else (fn if isinstance(fn, Module) else None)
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
-    tracer = Tracer(name or (type(fn).__name__ if module is not None else getattr(fn, "__name__", "fn")), module)
+    if name is None:
+        name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
+    tracer = Tracer(name, root)
     batch = arrays[0].shape[0] if arrays and arrays[0].ndim and dynamic_batch else None
     tracer.batch_size = batch
-    names = input_names(fn, len(arrays))
+    names = names or input_names(fn, len(arrays))
     symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
                for n, a in zip(names, arrays)]
     result = fn(*symbols)

@@ -33,9 +33,10 @@ def weak_dtype(scalar, others) -> DType:
     """The dtype a Python scalar takes next to tensors of dtypes ``others`` (PyTorch's rule)."""
     if isinstance(scalar, bool):
         return DType.bool
-    floats = [d for d in others if d.is_float]
     if isinstance(scalar, int):
-        return others[0] if others else DType.int64
+        numeric = [d for d in others if d is not DType.bool]
+        return numeric[0] if numeric else DType.int64
+    floats = [d for d in others if d.is_float]
     return floats[0] if floats else DType.float32
 
 

@@ -101,6 +101,21 @@ class Graph:
         self.constant_data[value.name] = data
         return value
 
+    def copy(self) -> "Graph":
+        """A new Graph sharing Values and Nodes (passes never mutate nodes in place)."""
+        g = Graph(self.name)
+        g.inputs = list(self.inputs)
+        g.state = dict(self.state)
+        g.state_roles = dict(self.state_roles)
+        g.constants = dict(self.constants)
+        g.constant_data = dict(self.constant_data)
+        g.nodes = list(self.nodes)
+        g.outputs = list(self.outputs)
+        g.output_names = list(self.output_names)
+        g.updates = dict(self.updates)
+        g.meta = {k: (list(v) if isinstance(v, list) else v) for k, v in self.meta.items()}
+        return g
+
     # ---- views ------------------------------------------------------------------
     @property
     def params(self) -> dict[str, Value]:

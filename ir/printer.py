@@ -49,7 +49,7 @@ def format_node(node: Node, graph: Graph | None = None) -> str:
     extras = [comment] if comment else []
     if node.meta.get("grad_of"):
         extras.append(f"grad of {node.meta['grad_of']}")
-    if node.meta.get("pass"):
+    elif node.meta.get("pass"):
         extras.append(f"by {node.meta['pass']}")
     return line + ("  # " + "; ".join(extras) if extras else "")
 

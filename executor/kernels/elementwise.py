@@ -83,7 +83,32 @@ def _div(xp, spec):
     return lambda a, b: xp.true_divide(*cast([a, b]))
 
 
+def _relu_grad(xp, spec):
+    return lambda g, y: g * (y > 0)
+
+
+def _sigmoid_grad(xp, spec):
+    def run(g, y):
+        out = 1 - y
+        out *= y
+        out *= g
+        return out
+    return run
+
+
+def _tanh_grad(xp, spec):
+    def run(g, y):
+        out = y * y
+        xp.subtract(1, out, out=out)
+        out *= g
+        return out
+    return run
+
+
 KERNELS = {
+    "relu_grad": _relu_grad,
+    "sigmoid_grad": _sigmoid_grad,
+    "tanh_grad": _tanh_grad,
     "neg": _unary(lambda xp: xp.negative),
     "abs": _unary(lambda xp: xp.abs),
     "sign": _unary(lambda xp: xp.sign),

@@ -49,6 +49,28 @@ def _batch_norm_train(xp, spec):
     return run
 
 
+def _batch_norm_train_grad(xp, spec):
+    shape = spec.in_types[1].shape
+    axes, bshape = channel_layout(shape)
+    count = 1
+    for a in axes:
+        count *= shape[a]
+
+    def run(g, x, w, mean, invstd):
+        xhat = x - mean.reshape(bshape)
+        xhat *= invstd.reshape(bshape)
+        gb = g.sum(axis=axes)
+        gw = (g * xhat).sum(axis=axes)
+        # dx = w * invstd / M * (M * g - sum(g) - xhat * sum(g * xhat))
+        xhat *= gw.reshape(bshape)
+        gx = g * count
+        gx -= gb.reshape(bshape)
+        gx -= xhat
+        gx *= (w * invstd / count).reshape(bshape)
+        return gx, gw, gb
+    return run
+
+
 def _softmax(xp, spec):
     axis = spec.attrs["dim"]
 
@@ -83,5 +105,5 @@ def _dropout(xp, spec):
     return run
 
 
-KERNELS = {"batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "softmax": _softmax,
+KERNELS = {"batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "batch_norm_train_grad": _batch_norm_train_grad, "softmax": _softmax,
            "log_softmax": _log_softmax, "dropout": _dropout}

@@ -75,4 +75,59 @@ def _adaptive_avg_pool2d(xp, spec):
     return lambda x: xp.matmul(xp.matmul(ph, x), pwt)
 
 
-KERNELS = {"max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d, "adaptive_avg_pool2d": _adaptive_avg_pool2d}
+def _max_pool2d_grad(xp, spec):
+    """Each window's gradient goes to its first maximum (PyTorch's choice on ties)."""
+    a = spec.attrs
+    n, c, h, w = spec.in_types[1].shape
+    ph, pw = a["padding"]
+    out_hw = spec.in_types[0].shape[2:]
+    dtype = spec.out_types[0].dtype.numpy
+
+    def run(g, x, y):
+        xp_ = pad_spatial(xp, x, a["padding"], -np.inf)
+        gx = xp.zeros(xp_.shape, dtype=dtype)
+        pending = xp.ones(y.shape, dtype=bool)
+        views = zip(window_views(xp_, a["kernel_size"], a["stride"], a["dilation"], out_hw),
+                    window_views(gx, a["kernel_size"], a["stride"], a["dilation"], out_hw))
+        for xv, gv in views:
+            hit = (xv == y) & pending
+            gv += g * hit
+            pending &= ~hit
+        return gx[:, :, ph:ph + h, pw:pw + w]
+    return run
+
+
+def _avg_pool2d_grad(xp, spec):
+    a = spec.attrs
+    n, c, h, w = spec.out_types[0].shape
+    ph, pw = a["padding"]
+    out_hw = spec.in_types[0].shape[2:]
+    dtype = spec.out_types[0].dtype.numpy
+    kh, kw = a["kernel_size"]
+    if a["count_include_pad"] or a["padding"] == (0, 0):
+        divisor = dtype.type(kh * kw)
+    else:
+        ones = xp.ones((1, 1, h, w), dtype=dtype)
+        divisor = _window_sum(xp, pad_spatial(xp, ones, a["padding"]), a, out_hw)
+
+    def run(g):
+        share = g / divisor
+        gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
+        for view in window_views(gx, a["kernel_size"], a["stride"], (1, 1), out_hw):
+            view += share
+        return gx[:, :, ph:ph + h, pw:pw + w]
+    return run
+
+
+def _adaptive_avg_pool2d_grad(xp, spec):
+    h, w = spec.attrs["input_size"]
+    oh, ow = spec.in_types[0].shape[2:]
+    dtype = spec.out_types[0].dtype.numpy
+    pht = xp.asarray(adaptive_pool_matrix(h, oh).T.astype(dtype))
+    pw = xp.asarray(adaptive_pool_matrix(w, ow).astype(dtype))
+    return lambda g: xp.matmul(xp.matmul(pht, g), pw)
+
+
+KERNELS = {"max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d, "adaptive_avg_pool2d": _adaptive_avg_pool2d,
+           "max_pool2d_grad": _max_pool2d_grad, "avg_pool2d_grad": _avg_pool2d_grad,
+           "adaptive_avg_pool2d_grad": _adaptive_avg_pool2d_grad}

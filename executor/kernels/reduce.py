@@ -37,5 +37,18 @@ def _one_hot(xp, spec):
     return run
 
 
-KERNELS = {"sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,
+def _reduce_grad(xp, spec):
+    shape = spec.out_types[0].shape
+    axes = spec.attrs["dims"]
+    keep = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    count = 1
+    for a in axes:
+        count *= shape[a]
+    if spec.attrs["mean"]:
+        scale = spec.out_types[0].dtype.numpy.type(1.0 / max(count, 1))
+        return lambda g: xp.broadcast_to(g.reshape(keep) * scale, shape)
+    return lambda g: xp.broadcast_to(g.reshape(keep), shape)
+
+
+KERNELS = {"reduce_grad": _reduce_grad, "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,
            "one_hot": _one_hot}

@@ -25,10 +25,25 @@ def _concat(xp, spec):
 
 
 def _slice(xp, spec):
-    drop = set(spec.attrs["drop"])
-    index = tuple(start if axis in drop else slice(start, stop, step)
-                  for axis, (start, stop, step) in enumerate(spec.attrs["slices"]))
+    index = _index_of(spec)
     return lambda x: x[index]
+
+
+def _slice_grad(xp, spec):
+    index = _index_of(spec)
+    t = spec.out_types[0]
+
+    def run(g):
+        out = xp.zeros(t.shape, dtype=t.dtype.numpy)
+        out[index] = g
+        return out
+    return run
+
+
+def _index_of(spec):
+    drop = set(spec.attrs["drop"])
+    return tuple(start if axis in drop else slice(start, stop, step)
+                 for axis, (start, stop, step) in enumerate(spec.attrs["slices"]))
 
 
 def _full(xp, spec):
@@ -38,4 +53,4 @@ def _full(xp, spec):
 
 
 KERNELS = {"reshape": _reshape, "flatten": _reshape, "permute": _permute, "broadcast_to": _broadcast_to,
-           "concat": _concat, "slice": _slice, "full": _full}
+           "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full}

@@ -42,11 +42,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     class_dim = 0 if input.ndim == 1 else 1
     classes = int(input.shape[class_dim])
     logp = apply("log_softmax", [input], {"dim": class_dim})
+    keep = None
     if target.dtype is DType.int64:
         expected = tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:])
         if tuple(target.shape) != expected:
             raise ShapeError(f"cross_entropy: class targets of shape {tuple(target.shape)} do not match "
                              f"input {tuple(input.shape)} (expected {expected})")
+        keep = target != ignore_index  # ignored targets add nothing and are not counted
+        target = apply("where", [keep, target, 0])
         probs = apply("one_hot", [target], {"num_classes": classes, "dtype": input.dtype.name})
         if input.ndim > 2:  # (N, d1.., C) -> (N, C, d1..)
             probs = probs.permute([0, probs.ndim - 1] + list(range(1, probs.ndim - 1)))
@@ -60,7 +63,11 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if label_smoothing:
         probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
     loss = -(probs * logp).sum(dim=class_dim)
-    return _reduce(loss, reduction)
+    if keep is None:
+        return _reduce(loss, reduction)
+    kept = keep.cast(input.dtype)
+    loss = loss * kept
+    return loss.sum() / kept.sum() if reduction == "mean" else _reduce(loss, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):

@@ -1,13 +1,19 @@
 """Elementwise ops: unary math, binary arithmetic with numpy broadcasting, comparisons,
-``where`` and ``cast``."""
+``where``, ``cast``, and the fused activation backwards (``relu_grad`` ...).
+
+vjp rules take ``(b, node, cts, needs)`` and return one cotangent (or None) per input.
+Cotangents of broadcast inputs may keep the output's shape: autodiff reduces them.
+"""
 from __future__ import annotations
 
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import DType, TensorType
 from ._shapes import broadcast, need_float, result_dtype
+from ._vjp import scalar
 
 
+# ---- shape rules ------------------------------------------------------------------
 def _same(in_types, attrs):
     return [in_types[0]]
 
@@ -49,22 +55,115 @@ def _logical_not(in_types, attrs):
     return [in_types[0]]
 
 
-UNARY_FLOAT = ("exp", "log", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid")
-UNARY_ANY = ("neg", "abs", "relu", "sign")
-BINARY = ("add", "sub", "mul", "pow", "maximum", "minimum")
-COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+# ---- vjp rules ----------------------------------------------------------------------
+def _c(b, value, like):
+    return scalar(b, value, like.type.dtype)
 
-for _name in UNARY_FLOAT:
-    register(OpDef(_name, _float_same(_name), doc=f"elementwise {_name}"))
-for _name in UNARY_ANY:
-    register(OpDef(_name, _same, doc=f"elementwise {_name}"))
-for _name in BINARY:
-    register(OpDef(_name, _binary, inputs=(2, 2), doc=f"elementwise {_name} with broadcasting"))
-for _name in COMPARE:
+
+def _unary(fn):
+    def rule(b, node, cts, needs):
+        return [fn(b, node.inputs[0], node.outputs[0], cts[0])]
+    return rule
+
+
+def _cube(b, y):
+    return b.emit1("mul", [y, b.emit1("mul", [y, y])])
+
+
+_UNARY = {
+    "neg": (_same, lambda b, x, y, g: b.emit1("neg", [g])),
+    "abs": (_same, lambda b, x, y, g: b.emit1("mul", [g, b.emit1("sign", [x])])),
+    "relu": (_same, lambda b, x, y, g: b.emit1("relu_grad", [g, y])),
+    "sign": (_same, lambda b, x, y, g: None),
+    "exp": (_float_same("exp"), lambda b, x, y, g: b.emit1("mul", [g, y])),
+    "log": (_float_same("log"), lambda b, x, y, g: b.emit1("div", [g, x])),
+    "log1p": (_float_same("log1p"), lambda b, x, y, g: b.emit1("div", [g, b.emit1("add", [x, _c(b, 1.0, x)])])),
+    "sqrt": (_float_same("sqrt"), lambda b, x, y, g: b.emit1("div", [g, b.emit1("mul", [y, _c(b, 2.0, y)])])),
+    "rsqrt": (_float_same("rsqrt"), lambda b, x, y, g: b.emit1("mul", [g, b.emit1("mul", [_cube(b, y), _c(b, -0.5, y)])])),
+    "tanh": (_float_same("tanh"), lambda b, x, y, g: b.emit1("tanh_grad", [g, y])),
+    "sigmoid": (_float_same("sigmoid"), lambda b, x, y, g: b.emit1("sigmoid_grad", [g, y])),
+}
+
+
+def _vjp_leaky_relu(b, node, cts, needs):
+    x, g = node.inputs[0], cts[0]
+    scaled = b.emit1("mul", [g, _c(b, node.attrs["negative_slope"], g)])
+    return [b.emit1("where", [b.emit1("gt", [x, _c(b, 0.0, x)]), g, scaled])]
+
+
+def _vjp_add(b, node, cts, needs):
+    return [cts[0], cts[0]]
+
+
+def _vjp_sub(b, node, cts, needs):
+    return [cts[0], b.emit1("neg", [cts[0]]) if needs[1] else None]
+
+
+def _vjp_mul(b, node, cts, needs):
+    x, y = node.inputs
+    return [b.emit1("mul", [cts[0], y]) if needs[0] else None, b.emit1("mul", [cts[0], x]) if needs[1] else None]
+
+
+def _vjp_div(b, node, cts, needs):
+    x, y = node.inputs
+    gx = b.emit1("div", [cts[0], y])
+    gy = b.emit1("neg", [b.emit1("mul", [gx, b.emit1("div", [x, y])])]) if needs[1] else None
+    return [gx if needs[0] else None, gy]
+
+
+def _vjp_pow(b, node, cts, needs):
+    x, e = node.inputs
+    g, out = cts[0], node.outputs[0]
+    gx = gy = None
+    if needs[0]:
+        gx = b.emit1("mul", [g, b.emit1("mul", [e, b.emit1("pow", [x, b.emit1("sub", [e, _c(b, 1.0, e)])])])])
+    if needs[1]:
+        gy = b.emit1("mul", [g, b.emit1("mul", [out, b.emit1("log", [x])])])
+    return [gx, gy]
+
+
+def _vjp_minmax(winner):
+    # PyTorch splits the gradient evenly between tied inputs.
+    def rule(b, node, cts, needs):
+        x, y = node.inputs
+        g = cts[0]
+        dtype = g.type.dtype.name
+        wins = b.emit1("cast", [b.emit1(winner, [x, y])], {"dtype": dtype})
+        ties = b.emit1("cast", [b.emit1("eq", [x, y])], {"dtype": dtype})
+        gx = b.emit1("mul", [g, b.emit1("add", [wins, b.emit1("mul", [ties, _c(b, 0.5, g)])])])
+        return [gx if needs[0] else None, b.emit1("sub", [g, gx]) if needs[1] else None]
+    return rule
+
+
+def _vjp_where(b, node, cts, needs):
+    cond, g = node.inputs[0], cts[0]
+    zero = _c(b, 0.0, g)
+    return [None, b.emit1("where", [cond, g, zero]) if needs[1] else None,
+            b.emit1("where", [cond, zero, g]) if needs[2] else None]
+
+
+def _vjp_cast(b, node, cts, needs):
+    x = node.inputs[0]
+    return [b.emit1("cast", [cts[0]], {"dtype": x.type.dtype.name}) if x.type.dtype.is_float else None]
+
+
+# ---- registration -------------------------------------------------------------------
+for _name, (_rule, _grad) in _UNARY.items():
+    register(OpDef(_name, _rule, vjp=_unary(_grad), doc=f"elementwise {_name}"))
+register(OpDef("leaky_relu", _float_same("leaky_relu"), attrs={"negative_slope": Attr("float", 0.01)}, vjp=_vjp_leaky_relu))
+
+for _name, _grad in (("add", _vjp_add), ("sub", _vjp_sub), ("mul", _vjp_mul), ("pow", _vjp_pow),
+                     ("maximum", _vjp_minmax("gt")), ("minimum", _vjp_minmax("lt"))):
+    register(OpDef(_name, _binary, inputs=(2, 2), vjp=_grad, doc=f"elementwise {_name} with broadcasting"))
+register(OpDef("div", _true_div, inputs=(2, 2), vjp=_vjp_div, doc="true division (ints give float32)"))
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     register(OpDef(_name, _compare, inputs=(2, 2), doc=f"elementwise comparison {_name} -> bool"))
-
-register(OpDef("div", _true_div, inputs=(2, 2), doc="true division (ints give float32)"))
-register(OpDef("leaky_relu", _float_same("leaky_relu"), attrs={"negative_slope": Attr("float", 0.01)}))
-register(OpDef("where", _where, inputs=(3, 3), doc="cond ? a : b with broadcasting"))
-register(OpDef("cast", _cast, attrs={"dtype": Attr("dtype")}, doc="convert dtype"))
 register(OpDef("logical_not", _logical_not))
+register(OpDef("where", _where, inputs=(3, 3), vjp=_vjp_where, doc="cond ? a : b with broadcasting"))
+register(OpDef("cast", _cast, attrs={"dtype": Attr("dtype")}, vjp=_vjp_cast, doc="convert dtype"))
+
+for _name, _doc in (("relu_grad", "g * (y > 0): relu's backward from its output"),
+                    ("sigmoid_grad", "g * y * (1 - y): sigmoid's backward from its output"),
+                    ("tanh_grad", "g * (1 - y*y): tanh's backward from its output")):
+    register(OpDef(_name, _binary, inputs=(2, 2), doc=_doc))

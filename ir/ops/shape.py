@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import TensorType, dim_div, dim_poly, is_static, numel
-from ._shapes import fmt_shape, norm_axis, result_dtype
+from ._shapes import broadcast, fmt_shape, norm_axis, result_dtype
 
 
 def _reshape(in_types, attrs):
@@ -98,20 +98,63 @@ def _full(in_types, attrs):
 
 
 def _broadcast_to(in_types, attrs):
-    from ._shapes import broadcast
-
     x, shape = in_types[0], tuple(attrs["shape"])
     if broadcast(x.shape, shape) != shape:
         raise ShapeError(f"broadcast_to: {x} does not broadcast to {fmt_shape(shape)}")
     return [x.with_shape(shape)]
 
 
-register(OpDef("reshape", _reshape, attrs={"shape": Attr("dims")}, doc="view with a new shape (-1 inferred)"))
-register(OpDef("flatten", _flatten, attrs={"start_dim": Attr("int", 0), "end_dim": Attr("int", -1)}))
-register(OpDef("permute", _permute, attrs={"perm": Attr("ints")}))
-register(OpDef("concat", _concat, attrs={"dim": Attr("int", 0)}, inputs=(1, None)))
-register(OpDef("slice", _slice, attrs={"slices": Attr("slices"), "drop": Attr("ints", ())},
+# ---- vjp rules --------------------------------------------------------------------
+def _vjp_reshape(b, node, cts, needs):
+    return [b.emit1("reshape", [cts[0]], {"shape": list(node.inputs[0].type.shape)})]
+
+
+def _vjp_permute(b, node, cts, needs):
+    rank = node.inputs[0].type.rank
+    perm = [p % rank for p in node.attrs["perm"]]
+    inverse = [perm.index(i) for i in range(rank)]
+    return [b.emit1("permute", [cts[0]], {"perm": inverse})]
+
+
+def _vjp_concat(b, node, cts, needs):
+    axis = norm_axis(node.attrs["dim"], node.outputs[0].type.rank)
+    grads, start = [], 0
+    for v, need in zip(node.inputs, needs):
+        stop = start + v.type.shape[axis]
+        slices = [(None, None, 1)] * v.type.rank
+        slices[axis] = (start, stop, 1)
+        grads.append(b.emit1("slice", [cts[0]], {"slices": slices}) if need else None)
+        start = stop
+    return grads
+
+
+def _vjp_slice(b, node, cts, needs):
+    return [b.emit1("slice_grad", [cts[0]], {**node.attrs, "shape": list(node.inputs[0].type.shape)})]
+
+
+def _slice_grad(in_types, attrs):
+    x = TensorType(tuple(attrs["shape"]), in_types[0].dtype)
+    if _slice([x], attrs)[0].shape != in_types[0].shape:
+        raise ShapeError(f"slice_grad: cotangent {in_types[0]} does not match slicing {x}")
+    return [x]
+
+
+def _vjp_identity(b, node, cts, needs):
+    return [cts[0]]  # broadcast_to: autodiff sums the cotangent back to the input's shape
+
+
+_SLICE_ATTRS = {"slices": Attr("slices"), "drop": Attr("ints", ())}
+
+register(OpDef("reshape", _reshape, attrs={"shape": Attr("dims")}, vjp=_vjp_reshape,
+               doc="view with a new shape (-1 inferred)"))
+register(OpDef("flatten", _flatten, attrs={"start_dim": Attr("int", 0), "end_dim": Attr("int", -1)},
+               vjp=_vjp_reshape))
+register(OpDef("permute", _permute, attrs={"perm": Attr("ints")}, vjp=_vjp_permute))
+register(OpDef("concat", _concat, attrs={"dim": Attr("int", 0)}, inputs=(1, None), vjp=_vjp_concat))
+register(OpDef("slice", _slice, attrs=_SLICE_ATTRS, vjp=_vjp_slice,
                doc="basic indexing: (start, stop, step) per dim; dims in `drop` were integer-indexed"))
+register(OpDef("slice_grad", _slice_grad, attrs={**_SLICE_ATTRS, "shape": Attr("dims")},
+               doc="scatter a slice's cotangent into zeros of the input shape"))
 register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float"), "dtype": Attr("dtype", "float32")},
                inputs=(0, 0), doc="a tensor filled with one value (shape may use N)"))
-register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}))
+register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}, vjp=_vjp_identity))

@@ -1,0 +1,107 @@
+"""Optimizers: configuration holders whose update rules are appended to the compiled graph
+(``graphc.passes.optimizers``). There is no eager ``step()``: the plan runs the update."""
+from __future__ import annotations
+
+from ..ir.errors import GraphcError
+from ..tensor import Tensor
+
+
+class Optimizer:
+    """Base class: ``param_groups`` as in PyTorch (a list of dicts with ``params`` and hyper-parameters).
+
+    A compiled training plan reads each group's ``lr`` every step, so schedulers (and direct
+    edits of ``param_groups[i]["lr"]``) take effect without recompiling. Other
+    hyper-parameters are baked into the plan when it is compiled.
+    """
+
+    kind = ""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        params = list(params)
+        if not params:
+            raise GraphcError(f"{type(self).__name__} got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups = []
+        for group in groups:
+            group = {**self.defaults, **group, "params": list(group["params"])}
+            for p in group["params"]:
+                if not isinstance(p, Tensor) or p.is_symbolic:
+                    raise GraphcError(f"{type(self).__name__} expects Parameters, got {type(p).__name__}")
+            self._check(group)
+            self.param_groups.append(group)
+
+    def _check(self, group: dict) -> None:
+        if not group["lr"] >= 0.0:
+            raise GraphcError(f"invalid learning rate: {group['lr']}")
+
+    def hyper(self, group: dict) -> dict:
+        return {k: v for k, v in group.items() if k not in ("params", "lr", "initial_lr")}
+
+    def spec(self, names: dict) -> list:
+        """The groups as plain data for the optimizer pass (``names``: id(param) -> state name)."""
+        out = []
+        for group in self.param_groups:
+            missing = [p for p in group["params"] if id(p) not in names]
+            if missing:
+                raise GraphcError(f"{type(self).__name__} holds {len(missing)} parameter(s) that are not in the model")
+            out.append({"kind": self.kind, "params": [names[id(p)] for p in group["params"]], "hyper": self.hyper(group)})
+        return out
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """No-op kept for PyTorch compatibility: compiled plans never accumulate gradients."""
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}: " + ", ".join(f"{k}: {v}" for k, v in g.items() if k != "params"))
+        return "\n".join(lines) + "\n)"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov.
+
+    >>> from graphc import nn, optim
+    >>> opt = optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1, momentum=0.9)
+    >>> opt.param_groups[0]["momentum"]
+    0.9
+    """
+
+    kind = "sgd"
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov))
+
+    def _check(self, group):
+        super()._check(group)
+        if group["momentum"] < 0 or group["weight_decay"] < 0:
+            raise GraphcError("SGD momentum and weight_decay must be >= 0")
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise GraphcError("Nesterov momentum requires a momentum and zero dampening")
+
+
+class Adam(Optimizer):
+    """Adam (weight decay added to the gradient, as PyTorch's Adam)."""
+
+    kind = "adam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False):
+        if amsgrad:
+            raise GraphcError("Adam(amsgrad=True) is not supported")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    def _check(self, group):
+        super()._check(group)
+        b1, b2 = group["betas"]
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0 and group["eps"] >= 0.0):
+            raise GraphcError(f"invalid Adam betas {group['betas']} or eps {group['eps']}")
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the step)."""
+
+    kind = "adamw"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)

@@ -1,0 +1,58 @@
+"""Compiling a training step: forward + loss, backward (autodiff pass) and optimizer update
+(optimizer pass), all in ONE graph run by one plan."""
+from __future__ import annotations
+
+from .executor import Plan
+from .ir.errors import GraphcError
+from .nn.module import Module
+from .optim.optimizer import Optimizer
+from .passes.autodiff import autodiff
+from .passes.optimizers import append_optimizer
+from .random import next_seed
+from .tracer import input_names
+
+
+def trace_training_step(model: Module, example_inputs, loss_fn):
+    """Trace ``loss_fn(model(*inputs), target)`` with the model's state as graph state.
+
+    The graph returns ``(loss, model outputs...)``; the last example input is the target.
+    """
+    from .compile import trace_model
+
+    if len(example_inputs) < 2:
+        raise GraphcError("a training plan needs example_inputs=(inputs..., target)")
+    names = input_names(model, len(example_inputs) - 1) + ["target"]
+
+    def train_step(*args):
+        out = model(*args[:-1])
+        outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return (loss_fn(outputs[0] if len(outputs) == 1 else out, args[-1]), *outputs)
+
+    graph, tracer = trace_model(train_step, example_inputs, name=type(model).__name__, root=model, names=names)
+    if graph.outputs[0].type.shape != ():
+        raise GraphcError(f"loss_fn must return a scalar, got {graph.outputs[0].type} (use reduction='mean' or 'sum')")
+    graph.output_names = ["loss"] + (["output"] if len(graph.outputs) == 2 else
+                                     [f"output{i}" for i in range(len(graph.outputs) - 1)])
+    return graph, tracer
+
+
+def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Optimizer):
+    graph, tracer = trace_training_step(model, example_inputs, loss_fn)
+    names = {id(t): name for name, t in model.state_dict_tensors().items()}
+    groups = optimizer.spec(names)
+    wrt = [name for group in groups for name in group["params"]]
+    graph, grads = autodiff(graph, graph.outputs[0], wrt)
+    graph = append_optimizer(graph, grads, groups)
+    return graph, tracer
+
+
+def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu"):
+    if loss_fn is None or optimizer is None:
+        raise GraphcError("a training plan needs both loss_fn and optimizer")
+    if not isinstance(model, Module):
+        raise GraphcError(f"a training plan needs an nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, Optimizer):
+        raise GraphcError(f"optimizer must be a graphc.optim optimizer, got {type(optimizer).__name__}")
+    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer)
+    return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
+                param_groups=optimizer.param_groups)

@@ -1,0 +1,127 @@
+"""Batch norm (eval and training forms), dropout, softmax, log_softmax and one_hot."""
+from __future__ import annotations
+
+from ..errors import GraphcError, ShapeError
+from ..registry import Attr, OpDef, register
+from ..types import DType, TensorType
+from ._shapes import need_float, need_rank, norm_axis
+from ._vjp import scalar
+
+
+def _check_channel_params(x, params, op):
+    need_rank(x, (2, 3, 4), op)
+    need_float(x, op)
+    c = x.shape[1]
+    for p in params:
+        if p.shape != (c,):
+            raise ShapeError(f"{op}: per-channel tensor {p} should be [{c}] for input {x}")
+    return TensorType((c,), x.dtype)
+
+
+def _channel_axes(x_type) -> list:
+    return [0] + list(range(2, x_type.rank))
+
+
+def _per_channel(b, v, x_type):
+    """Reshape a (C,) value to broadcast against x: (1, C, 1, 1) for NCHW."""
+    return b.emit1("reshape", [v], {"shape": [1, x_type.shape[1]] + [1] * (x_type.rank - 2)})
+
+
+def _batch_norm(in_types, attrs):
+    _check_channel_params(in_types[0], in_types[1:], "batch_norm")
+    return [in_types[0]]
+
+
+def _vjp_batch_norm(b, node, cts, needs):
+    x, w, _, mean, var = node.inputs
+    g, t = cts[0], x.type
+    axes = _channel_axes(t)
+    invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, node.attrs["eps"], var.type.dtype)])])
+    centered = b.emit1("sub", [x, _per_channel(b, mean, t)])
+    g_sum = b.emit1("sum", [g], {"dims": axes})
+    g_dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": axes})  # sum(g * (x - mean))
+    scale = b.emit1("mul", [w, invstd])
+    grads = [b.emit1("mul", [g, _per_channel(b, scale, t)]) if needs[0] else None,
+             b.emit1("mul", [g_dot, invstd]) if needs[1] else None,
+             g_sum if needs[2] else None,
+             b.emit1("neg", [b.emit1("mul", [g_sum, scale])]) if needs[3] else None, None]
+    if needs[4]:  # d/dvar of (x - mean) * w * (var + eps)^-1/2
+        cube = b.emit1("mul", [invstd, b.emit1("mul", [invstd, invstd])])
+        grads[4] = b.emit1("mul", [b.emit1("mul", [g_dot, w]), b.emit1("mul", [cube, scalar(b, -0.5, w.type.dtype)])])
+    return grads
+
+
+def _batch_norm_train(in_types, attrs):
+    stat = _check_channel_params(in_types[0], in_types[1:], "batch_norm_train")
+    return [in_types[0], stat, stat, stat, stat]
+
+
+def _vjp_batch_norm_train(b, node, cts, needs):
+    if any(ct is not None for ct in cts[1:]):
+        raise GraphcError("gradients through batch_norm_train's statistics outputs are not supported")
+    x, w = node.inputs[:2]
+    mean, invstd = node.outputs[1], node.outputs[2]
+    gx, gw, gb = b.emit("batch_norm_train_grad", [cts[0], x, w, mean, invstd])
+    return [gx if needs[0] else None, gw if needs[1] else None, gb if needs[2] else None, None, None]
+
+
+def _batch_norm_train_grad(in_types, attrs):
+    g, x, w = in_types[:3]
+    return [x, w, w]
+
+
+def _dropout(in_types, attrs):
+    need_float(in_types[0], "dropout")
+    if not 0.0 <= attrs["p"] < 1.0:
+        raise ShapeError(f"dropout probability must be in [0, 1), got {attrs['p']}")
+    return [in_types[0], in_types[0]]
+
+
+def _vjp_dropout(b, node, cts, needs):
+    return [b.emit1("mul", [cts[0], node.outputs[1]])]
+
+
+def _softmax(name):
+    def rule(in_types, attrs):
+        x = in_types[0]
+        need_float(x, name)
+        norm_axis(attrs["dim"], x.rank)
+        return [x]
+    return rule
+
+
+def _vjp_softmax(b, node, cts, needs):
+    y, g = node.outputs[0], cts[0]
+    dot = b.emit1("sum", [b.emit1("mul", [g, y])], {"dims": [node.attrs["dim"]], "keepdim": True})
+    return [b.emit1("mul", [y, b.emit1("sub", [g, dot])])]
+
+
+def _vjp_log_softmax(b, node, cts, needs):
+    y, g = node.outputs[0], cts[0]
+    total = b.emit1("sum", [g], {"dims": [node.attrs["dim"]], "keepdim": True})
+    return [b.emit1("sub", [g, b.emit1("mul", [b.emit1("exp", [y]), total])])]
+
+
+def _one_hot(in_types, attrs):
+    t = in_types[0]
+    if t.dtype is not DType.int64:
+        raise ShapeError(f"one_hot needs int64 class indices, got {t.dtype.name}")
+    if attrs["num_classes"] <= 0:
+        raise ShapeError(f"one_hot: num_classes must be positive, got {attrs['num_classes']}")
+    return [TensorType(t.shape + (attrs["num_classes"],), attrs["dtype"])]
+
+
+register(OpDef("batch_norm", _batch_norm, attrs={"eps": Attr("float", 1e-5)}, inputs=(5, 5), vjp=_vjp_batch_norm,
+               doc="eval form: (x, weight, bias, running_mean, running_var) -> y"))
+register(OpDef("batch_norm_train", _batch_norm_train, attrs={"eps": Attr("float", 1e-5), "momentum": Attr("float", 0.1)},
+               inputs=(5, 5), vjp=_vjp_batch_norm_train,
+               doc="training form: (x, weight, bias, running_mean, running_var) -> "
+                   "(y, batch mean, batch invstd, new running_mean, new running_var (unbiased))"))
+register(OpDef("batch_norm_train_grad", _batch_norm_train_grad, inputs=(5, 5),
+               doc="(g, x, weight, batch mean, batch invstd) -> (dx, dweight, dbias)"))
+register(OpDef("dropout", _dropout, attrs={"p": Attr("float", 0.5)}, effects="random", vjp=_vjp_dropout,
+               doc="(x) -> (x * mask / (1 - p), mask / (1 - p)); the mask comes from the plan's RNG"))
+register(OpDef("softmax", _softmax("softmax"), attrs={"dim": Attr("int")}, vjp=_vjp_softmax))
+register(OpDef("log_softmax", _softmax("log_softmax"), attrs={"dim": Attr("int")}, vjp=_vjp_log_softmax))
+register(OpDef("one_hot", _one_hot, attrs={"num_classes": Attr("int"), "dtype": Attr("dtype", "float32")},
+               doc="int64 class indices -> one-hot rows"))

@@ -1,0 +1,761 @@
+"""The op table: sample inputs and independent numpy references for every registered op.
+
+``OP_TABLE[op]`` is a list of :class:`Sample`. tests/test_ops.py checks each sample eagerly
+against its reference, compiled against eager, and (with torch installed) against PyTorch;
+gradient checks use the same samples (``grad`` says where finite differences make sense).
+References are plain numpy written from the ops' definitions (loops over output positions
+for convolution and pooling), never graphc's kernels, and compute in float64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+F32, F64, I64, BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)
+
+
+# ---- input generators (deterministic; values chosen away from kinks and ties) ---------------
+
+_RNG = np.random.default_rng(20240601)
+
+
+def randn(*shape, dtype=F32, scale=1.0):
+    return np.asarray(_RNG.standard_normal(shape) * scale).astype(dtype)
+
+
+def uniform(lo, hi, *shape, dtype=F32):
+    return np.asarray(_RNG.uniform(lo, hi, shape)).astype(dtype)
+
+
+def nonzero(*shape, dtype=F32):
+    """Normal-ish values with |x| >= 0.1 (relu, abs, sign, leaky_relu have a kink at 0)."""
+    v = _RNG.standard_normal(shape)
+    return np.asarray(np.where(v < 0, -1.0, 1.0) * (0.1 + np.abs(v))).astype(dtype)
+
+
+def distinct(*shape, dtype=F32):
+    """Pairwise distinct values on a 0.25 grid (exact in float32): max/argmax never tie."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return ((_RNG.permutation(n) - n // 2) * 0.25).reshape(shape).astype(dtype)
+
+
+def ints(lo, hi, *shape):
+    return _RNG.integers(lo, hi, shape, dtype=np.int64)
+
+
+def bools(*shape):
+    return _RNG.random(shape) < 0.5
+
+
+def fortran(a):
+    """Same values, column-major storage: a transposed view, not C-contiguous."""
+    out = np.asfortranarray(a)
+    assert not out.flags.c_contiguous
+    return out
+
+
+def strided(a):
+    """Same values as every other element of a bigger buffer along the last axis."""
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    big[..., ::2] = a
+    out = big[..., ::2]
+    assert not out.flags.c_contiguous
+    return out
+
+
+def flipped(a):
+    """Same values through negative strides on the last axis."""
+    out = np.ascontiguousarray(a[..., ::-1])[..., ::-1]
+    assert out.strides[-1] < 0
+    return out
+
+
+# ---- reference helpers ----------------------------------------------------------------------
+
+_ORDER = [BOOL, I64, F32, F64]
+
+
+def promote(*arrays) -> np.dtype:
+    """graphc's (and PyTorch's) promotion for tensors: bool < int64 < float32 < float64."""
+    return max((np.dtype(a.dtype) for a in arrays), key=_ORDER.index)
+
+
+def ew(fn, out=None):
+    """Reference for an elementwise op: ``fn`` in float64 (ints stay ints), cast to the result
+    dtype: the promoted input dtype, ``"float"`` (promoted, ints -> float32) or ``"bool"``."""
+    def ref(ins, attrs):
+        dt = promote(*ins)
+        if out == "float":
+            dt = dt if dt.kind == "f" else F32
+        elif out == "bool":
+            dt = BOOL
+        args = [a.astype(F64) for a in ins] if dt.kind == "f" or promote(*ins).kind == "f" else ins
+        return [np.asarray(fn(*args)).astype(dt)]
+    return ref
+
+
+@dataclass
+class Sample:
+    """One call of an op.
+
+    ``ref(inputs, attrs) -> [array per op output]`` gives the expected outputs (values and
+    dtypes). For random ops ``check(inputs, attrs, outputs)`` asserts properties instead.
+    ``grad``: finite-difference checks make sense (float outputs, smooth at these points);
+    gradient checks differentiate the floating-point inputs only.
+    ``dynamic``: the sample compiles with a symbolic batch dim (False where the shape rule
+    refuses ``N`` in that position, e.g. concat along dim 0).
+    ``no_torch``: why this sample has no PyTorch parity check (empty: it has one).
+    """
+
+    inputs: list
+    attrs: dict
+    ref: Callable | None = None
+    desc: str = ""
+    grad: bool = True
+    check: Callable | None = None
+    dynamic: bool = True
+    no_torch: str = ""
+
+    def __post_init__(self):
+        assert (self.ref is None) != (self.check is None), "a sample needs exactly one of ref / check"
+
+
+def S(inputs, ref, desc, attrs=None, **kw) -> Sample:
+    return Sample(list(inputs), dict(attrs or {}), ref, desc, **kw)
+
+
+# ---- elementwise --------------------------------------------------------------------------
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+UNARY_FLOAT = {  # op -> (reference in float64, input generator over the op's domain)
+    "exp": (np.exp, lambda shape, dt: randn(*shape, dtype=dt)),
+    "log": (np.log, lambda shape, dt: uniform(0.1, 3.0, *shape, dtype=dt)),
+    "log1p": (np.log1p, lambda shape, dt: uniform(-0.5, 3.0, *shape, dtype=dt)),
+    "sqrt": (np.sqrt, lambda shape, dt: uniform(0.1, 3.0, *shape, dtype=dt)),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), lambda shape, dt: uniform(0.1, 3.0, *shape, dtype=dt)),
+    "tanh": (np.tanh, lambda shape, dt: randn(*shape, dtype=dt, scale=2.0)),
+    "sigmoid": (_sigmoid, lambda shape, dt: randn(*shape, dtype=dt, scale=3.0)),
+}
+
+
+def _unary_samples(fn, gen, extra=()):
+    ref = ew(fn)
+    return [
+        S([gen((3, 4), F32)], ref, "f32"),
+        S([gen((2, 3, 2), F64)], ref, "f64"),
+        S([fortran(gen((4, 3), F32))], ref, "noncontig-transposed"),
+        S([strided(gen((2, 5), F64))], ref, "noncontig-strided-f64"),
+        S([gen((1, 5), F32)], ref, "batch1"),
+        S([gen((), F32)], ref, "scalar"),
+        *extra,
+    ]
+
+
+def _unary_table():
+    table = {op: _unary_samples(fn, gen) for op, (fn, gen) in UNARY_FLOAT.items()}
+    sig = np.array([-40.0, -15.0, -1.0, 0.5, 15.0, 40.0], F32)
+    table["sigmoid"].append(S([sig], ew(_sigmoid), "large-magnitude"))
+    table["exp"].append(S([np.array([-80.0, -3.0, 0.0, 3.0, 80.0])], ew(np.exp), "wide-range-f64"))
+    nz = lambda shape, dt: nonzero(*shape, dtype=dt)  # noqa: E731  (no kinks at exactly 0)
+    for op, fn in {"neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, 0.0),
+                   "sign": np.sign}.items():
+        table[op] = _unary_samples(fn, nz, [S([ints(-5, 6, 3, 4)], ew(fn), "int64", grad=False)])
+    return table
+
+
+def _binary_samples(fn, lhs, rhs, out=None, int_lhs=(-5, 6), int_rhs=(-5, 6), **kw):
+    """Broadcasting, dtype promotion, non-contiguous and batch-1 cases for a binary op."""
+    ref = ew(fn, out)
+    return [
+        S([lhs(3, 4), rhs(3, 4)], ref, "same-shape", **kw),
+        S([lhs(3, 4), rhs(4)], ref, "broadcast-row", **kw),
+        S([lhs(2, 1, 4), rhs(3, 1)], ref, "broadcast-both", **kw),
+        S([lhs(3, 1), rhs(2, 3, 4)], ref, "broadcast-lhs-lower-rank", dynamic=False, **kw),
+        S([lhs(3, 4), rhs()], ref, "scalar-rhs", **kw),
+        S([lhs(2, 3, dtype=F64), rhs(2, 3, dtype=F64)], ref, "f64", **kw),
+        S([lhs(3, 4), rhs(3, 4, dtype=F64)], ref, "f32-f64-promotes", **kw),
+        S([fortran(lhs(4, 3)), strided(rhs(4, 3))], ref, "noncontig", **kw),
+        S([lhs(1, 4), rhs(1, 4)], ref, "batch1", **kw),
+        S([lhs(1, 4), rhs(3, 1)], ref, "batch1-broadcast", dynamic=False, **kw),
+        S([ints(*int_lhs, 3, 4), ints(*int_rhs, 3, 4)], ref, "int64", grad=False, **kw),
+        S([ints(*int_lhs, 3, 4), rhs(4)], ref, "int64-f32-promotes", **kw),
+    ]
+
+
+def _binary_table():
+    rn = lambda *shape, dtype=F32: randn(*shape, dtype=dtype)  # noqa: E731
+    nz = lambda *shape, dtype=F32: nonzero(*shape, dtype=dtype)  # noqa: E731
+    pos = lambda *shape, dtype=F32: uniform(0.5, 2.0, *shape, dtype=dtype)  # noqa: E731
+    table = {
+        "add": _binary_samples(np.add, rn, rn),
+        "sub": _binary_samples(np.subtract, rn, rn),
+        "mul": _binary_samples(np.multiply, rn, rn),
+        "div": _binary_samples(np.true_divide, rn, nz, out="float", int_rhs=(1, 6)),
+        "pow": _binary_samples(np.power, pos, rn, int_lhs=(0, 5), int_rhs=(0, 4)),
+        "maximum": _binary_samples(np.maximum, rn, rn),
+        "minimum": _binary_samples(np.minimum, rn, rn),
+    }
+    table["pow"].append(S([uniform(0.5, 2.0, 3, 4), np.array(2.0, F32)], ew(np.power), "square"))
+    table["div"].append(S([ints(1, 9, 2, 3), ints(1, 9, 2, 3)], ew(np.true_divide, "float"),
+                          "int-int-gives-f32", grad=False))
+    return table
+
+
+def _compare_samples(fn, bool_ok):
+    ref = ew(fn, "bool")
+    a = randn(3, 4)
+    b = a.copy()
+    b[0] += 1.0
+    b[1] -= 1.0  # row 2 ties exactly
+    ia = ints(-3, 4, 3, 4)
+    samples = [
+        S([a, b], ref, "f32-with-ties", grad=False),
+        S([randn(3, 4), randn(4)], ref, "broadcast", grad=False),
+        S([randn(2, 3, dtype=F64), randn(2, 1, dtype=F64)], ref, "f64", grad=False),
+        S([ia, ints(-3, 4, 3, 4).astype(F32)], ref, "int64-f32", grad=False),
+        S([ia, ia[::-1].copy()], ref, "int64", grad=False),
+        S([fortran(randn(4, 3)), strided(randn(4, 3))], ref, "noncontig", grad=False),
+        S([randn(1, 4), randn(1, 4)], ref, "batch1", grad=False),
+        S([randn(3), np.array(0.0, F32)], ref, "scalar-rhs", grad=False),
+    ]
+    if bool_ok:
+        samples.append(S([bools(2, 3), bools(2, 3)], ref, "bool", grad=False))
+    return samples
+
+
+def _where_ref(ins, attrs):
+    c, a, b = ins
+    return [np.where(c, a.astype(F64), b.astype(F64)).astype(promote(a, b))]
+
+
+def _leaky_ref(ins, attrs):
+    x = ins[0].astype(F64)
+    return [np.where(x > 0, x, x * attrs.get("negative_slope", 0.01)).astype(ins[0].dtype)]
+
+
+def _cast_ref(ins, attrs):
+    x, dt = ins[0], np.dtype(attrs["dtype"])
+    if dt == np.int64 and x.dtype.kind == "f":
+        x = np.trunc(x)  # float -> int rounds toward zero
+    if dt == np.bool_:
+        return [x != 0]
+    return [x.astype(dt)]
+
+
+def _other_elementwise():
+    wh = [
+        S([bools(3, 4), randn(3, 4), randn(3, 4)], _where_ref, "same-shape"),
+        S([bools(4), randn(3, 4), np.array(0.5, F32)], _where_ref, "broadcast-scalar"),
+        S([bools(3, 1), ints(-3, 3, 3, 4), randn(4)], _where_ref, "int64-f32-promotes"),
+        S([bools(2, 3), randn(2, 3, dtype=F64), randn(2, 3, dtype=F64)], _where_ref, "f64"),
+        S([fortran(bools(4, 3)), fortran(randn(4, 3)), strided(randn(4, 3))], _where_ref, "noncontig"),
+        S([bools(1, 4), randn(1, 4), randn(1, 4)], _where_ref, "batch1"),
+    ]
+    nz = nonzero(3, 4)
+    lr = [
+        S([nz], _leaky_ref, "default-slope"),
+        S([nonzero(2, 5)], _leaky_ref, "slope-0.2", {"negative_slope": 0.2}),
+        S([nonzero(2, 3, dtype=F64)], _leaky_ref, "f64", {"negative_slope": 0.1}),
+        S([fortran(nonzero(4, 3))], _leaky_ref, "noncontig", {"negative_slope": 0.3}),
+        S([nonzero(1, 6)], _leaky_ref, "batch1"),
+    ]
+    whole = np.array([[-2.75, -1.5, -0.25, 0.0], [0.25, 1.5, 2.75, 3.0]], F32)  # no .5 rounding ties
+    cast = [
+        S([randn(3, 4)], _cast_ref, "f32-to-f64", {"dtype": "float64"}),
+        S([randn(3, 4, dtype=F64)], _cast_ref, "f64-to-f32", {"dtype": "float32"}),
+        S([whole], _cast_ref, "f32-to-int64-truncates", {"dtype": "int64"}, grad=False),
+        S([ints(-4, 5, 2, 3)], _cast_ref, "int64-to-f32", {"dtype": "float32"}, grad=False),
+        S([bools(2, 3)], _cast_ref, "bool-to-f32", {"dtype": "float32"}, grad=False),
+        S([whole], _cast_ref, "f32-to-bool", {"dtype": "bool"}, grad=False),
+        S([ints(-2, 3, 2, 3)], _cast_ref, "int64-to-bool", {"dtype": "bool"}, grad=False),
+        S([fortran(randn(4, 3))], _cast_ref, "noncontig", {"dtype": "float64"}),
+        S([randn(1, 3, dtype=F64)], _cast_ref, "batch1", {"dtype": "float32"}),
+    ]
+    lnot = [
+        S([bools(3, 4)], ew(np.logical_not), "2d", grad=False),
+        S([fortran(bools(4, 3))], ew(np.logical_not), "noncontig", grad=False),
+        S([bools(1, 5)], ew(np.logical_not), "batch1", grad=False),
+        S([np.array(True)], ew(np.logical_not), "scalar", grad=False),
+    ]
+    return {"where": wh, "leaky_relu": lr, "cast": cast, "logical_not": lnot}
+
+
+# ---- reductions -----------------------------------------------------------------------------
+
+def _reduce_ref(kind):
+    def ref(ins, attrs):
+        x, dims, keep = ins[0], attrs.get("dims"), attrs.get("keepdim", False)
+        axis = None if dims is None else tuple(dims)
+        if kind == "max":
+            return [np.asarray(np.amax(x, axis=axis, keepdims=keep))]
+        out_dt = I64 if x.dtype == BOOL else x.dtype
+        acc = x.astype(F64 if x.dtype.kind == "f" else I64)
+        fn = np.sum if kind == "sum" else np.mean
+        return [np.asarray(fn(acc, axis=axis, keepdims=keep)).astype(out_dt)]
+    return ref
+
+
+def _reduce_samples(kind):
+    ref = _reduce_ref(kind)
+    gen = distinct if kind == "max" else randn  # max: no ties, so gradients are well defined
+    samples = [
+        S([gen(2, 3, 4)], ref, "all"),
+        S([gen(2, 3, 4)], ref, "all-keepdim", {"dims": None, "keepdim": True}),
+        S([gen(2, 3, 4)], ref, "dim1", {"dims": [1]}),
+        S([gen(2, 3, 4)], ref, "dims02-keepdim", {"dims": (0, 2), "keepdim": True}),
+        S([gen(3, 5)], ref, "neg-dim-keepdim", {"dims": (-1,), "keepdim": True}),
+        S([gen(2, 3, dtype=F64)], ref, "f64", {"dims": (0,)}),
+        S([fortran(gen(4, 3))], ref, "noncontig", {"dims": (1,)}),
+        S([gen(1, 4)], ref, "batch1", {"dims": (1,)}),
+    ]
+    if kind != "mean":
+        samples.append(S([ints(-5, 6, 3, 4)], ref, "int64", {"dims": (1,)}, grad=False))
+    if kind == "sum":
+        samples.append(S([bools(3, 4)], ref, "bool-counts", {"dims": (0,)}, grad=False))
+    return samples
+
+
+def _argmax_ref(ins, attrs):
+    x, dim, keep = ins[0], attrs.get("dim"), attrs.get("keepdim", False)
+    if dim is None:
+        idx = np.asarray(np.argmax(x.reshape(-1)))
+        return [idx.reshape((1,) * x.ndim if keep else ()).astype(I64)]
+    idx = np.argmax(x, axis=dim)
+    return [(np.expand_dims(idx, dim) if keep else idx).astype(I64)]
+
+
+def _argmax_samples():
+    r = _argmax_ref
+    return [
+        S([distinct(3, 4)], r, "all", grad=False),
+        S([distinct(2, 3, 4)], r, "all-keepdim", {"keepdim": True}, grad=False),
+        S([distinct(3, 4)], r, "dim1", {"dim": 1}, grad=False),
+        S([distinct(2, 3, 4)], r, "neg-dim-keepdim", {"dim": -1, "keepdim": True}, grad=False),
+        S([distinct(3, 4, dtype=F64)], r, "f64-dim0", {"dim": 0}, grad=False),
+        S([np.array([[3, 9, 1], [7, 2, 8]], I64)], r, "int64", {"dim": 1}, grad=False),
+        S([fortran(distinct(4, 3))], r, "noncontig", {"dim": 1}, grad=False),
+        S([distinct(1, 6)], r, "batch1", {"dim": 1}, grad=False),
+    ]
+
+
+# ---- neural-network ops ---------------------------------------------------------------------
+
+def _matmul_ref(ins, attrs):
+    a, b = ins
+    return [np.asarray(np.matmul(a.astype(F64), b.astype(F64))).astype(promote(a, b))]
+
+
+def _linear_ref(ins, attrs):
+    x, w = ins[0].astype(F64), ins[1].astype(F64)
+    y = np.einsum("...i,oi->...o", x, w)
+    if len(ins) == 3:
+        y = y + ins[2].astype(F64)
+    return [y.astype(promote(*ins))]
+
+
+def _windows(x, kernel, stride, padding, dilation, pad_value):
+    """Yield ``(i, j, window)`` for every output position (a plain loop; sizes are tiny)."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=pad_value)
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    for i in range(oh):
+        for j in range(ow):
+            yield i, j, xp[:, :, i * sh:i * sh + dh * (kh - 1) + 1:dh, j * sw:j * sw + dw * (kw - 1) + 1:dw]
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _conv2d_ref(ins, attrs):
+    x, w = ins[0].astype(F64), ins[1].astype(F64)
+    bias = ins[2].astype(F64) if len(ins) == 3 else np.zeros(w.shape[0])
+    groups = attrs.get("groups", 1)
+    o, cg, kh, kw = w.shape
+    per_group = o // groups
+    out = {}
+    for i, j, win in _windows(x, (kh, kw), _pair(attrs.get("stride", 1)), _pair(attrs.get("padding", 0)),
+                              _pair(attrs.get("dilation", 1)), 0.0):
+        for oc in range(o):
+            g = oc // per_group
+            out[i, j, oc] = np.einsum("nchw,chw->n", win[:, g * cg:(g + 1) * cg], w[oc]) + bias[oc]
+    oh, ow = max(k[0] for k in out) + 1, max(k[1] for k in out) + 1
+    y = np.empty((x.shape[0], o, oh, ow))
+    for (i, j, oc), v in out.items():
+        y[:, oc, i, j] = v
+    return [y.astype(promote(*ins))]
+
+
+def _pool_ref(kind):
+    def ref(ins, attrs):
+        x = ins[0].astype(F64)
+        k, s, p = _pair(attrs["kernel_size"]), _pair(attrs["stride"]), _pair(attrs.get("padding", 0))
+        d = _pair(attrs.get("dilation", 1))
+        ones = np.ones((1, 1) + x.shape[2:])
+        cells = {}
+        pad_value = -np.inf if kind == "max" else 0.0
+        for (i, j, win), (_, _, real) in zip(_windows(x, k, s, p, d, pad_value), _windows(ones, k, s, p, d, 0.0)):
+            if kind == "max":
+                cells[i, j] = win.max(axis=(2, 3))
+            elif attrs.get("count_include_pad", True):
+                cells[i, j] = win.sum(axis=(2, 3)) / (k[0] * k[1])
+            else:  # divide by the number of real (unpadded) pixels in the window
+                cells[i, j] = win.sum(axis=(2, 3)) / real.sum()
+        oh, ow = max(c[0] for c in cells) + 1, max(c[1] for c in cells) + 1
+        y = np.empty(x.shape[:2] + (oh, ow))
+        for (i, j), v in cells.items():
+            y[:, :, i, j] = v
+        return [y.astype(ins[0].dtype)]
+    return ref
+
+
+def _adaptive_ref(ins, attrs):
+    x = ins[0].astype(F64)
+    (oh, ow), (h, w) = attrs["output_size"], x.shape[2:]
+    y = np.empty(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):  # PyTorch's bins: [floor(i*H/o), ceil((i+1)*H/o))
+            h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+            w0, w1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+            y[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    return [y.astype(ins[0].dtype)]
+
+
+def _per_channel(v, ndim):
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _bn_ref(ins, attrs):
+    x, w, b, mean, var = (a.astype(F64) for a in ins)
+    c = lambda v: _per_channel(v, x.ndim)  # noqa: E731
+    y = (x - c(mean)) / np.sqrt(c(var) + attrs.get("eps", 1e-5)) * c(w) + c(b)
+    return [y.astype(ins[0].dtype)]
+
+
+def _bn_train_ref(ins, attrs):
+    x, w, b, rmean, rvar = (a.astype(F64) for a in ins)
+    eps, momentum = attrs.get("eps", 1e-5), attrs.get("momentum", 0.1)
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    count = x.size // x.shape[1]
+    c = lambda v: _per_channel(v, x.ndim)  # noqa: E731
+    mean = x.mean(axis=axes)
+    var = ((x - c(mean)) ** 2).mean(axis=axes)  # biased: normalises the batch
+    invstd = 1.0 / np.sqrt(var + eps)
+    y = (x - c(mean)) * c(invstd) * c(w) + c(b)
+    new_mean = (1 - momentum) * rmean + momentum * mean
+    new_var = (1 - momentum) * rvar + momentum * var * count / (count - 1)  # running var is unbiased
+    return [a.astype(ins[0].dtype) for a in (y, mean, invstd, new_mean, new_var)]
+
+
+def _dropout_check(ins, attrs, outs):
+    x, (y, mask) = ins[0], outs
+    p = attrs.get("p", 0.5)
+    assert y.dtype == mask.dtype == x.dtype and y.shape == mask.shape == x.shape
+    scale = x.dtype.type(1.0 / (1.0 - p))
+    assert np.all((mask == 0) | (mask == scale)), "mask values must be 0 or 1/(1-p)"
+    np.testing.assert_array_equal(y, x * mask)
+    if p == 0:
+        assert np.all(mask == 1)
+    elif x.size >= 64:  # 2**-64-unlikely to keep or drop everything
+        assert 0 < np.count_nonzero(mask) < x.size
+
+
+def _softmax_ref(log):
+    def ref(ins, attrs):
+        x, dim = ins[0].astype(F64), attrs["dim"]
+        z = x - x.max(axis=dim, keepdims=True)
+        lse = np.log(np.exp(z).sum(axis=dim, keepdims=True))
+        return [(z - lse if log else np.exp(z - lse)).astype(ins[0].dtype)]
+    return ref
+
+
+def _one_hot_ref(ins, attrs):
+    eye = np.eye(attrs["num_classes"])
+    return [eye[ins[0]].astype(np.dtype(attrs.get("dtype", "float32")))]
+
+
+def _bn_inputs(shape, dtype=F32, contiguous=True):
+    c = shape[1]
+    x = randn(*shape, dtype=dtype) * 2 + 0.5
+    params = [uniform(0.5, 1.5, c, dtype=dtype), randn(c, dtype=dtype), randn(c, dtype=dtype) * 0.1,
+              uniform(0.5, 2.0, c, dtype=dtype)]
+    return [x if contiguous else fortran(x)] + params
+
+
+def _nn_table():
+    conv, mm, lin = _conv2d_ref, _matmul_ref, _linear_ref
+    t = {}
+    t["matmul"] = [
+        S([randn(3, 4), randn(4, 5)], mm, "2d"),
+        S([randn(2, 3, 4), randn(4, 5)], mm, "batched-2d-rhs"),
+        S([randn(2, 3, 4), randn(1, 4, 2)], mm, "batch-broadcast"),
+        S([randn(4), randn(4, 3)], mm, "1d-lhs"),
+        S([randn(3, 4), randn(4)], mm, "1d-rhs"),
+        S([randn(4), randn(4)], mm, "1d-1d"),
+        S([randn(3, 4, dtype=F64), randn(4, 2, dtype=F64)], mm, "f64"),
+        S([fortran(randn(3, 4)), fortran(randn(4, 5))], mm, "noncontig"),
+        S([randn(1, 3, 4), strided(randn(4, 2))], mm, "batch1"),
+        S([ints(-3, 4, 3, 4), ints(-3, 4, 4, 2)], mm, "int64", grad=False),
+        S([ints(-3, 4, 3, 4), randn(4, 2)], mm, "int64-f32-promotes",
+          no_torch="torch.matmul refuses mixed dtypes"),
+    ]
+    t["linear"] = [
+        S([randn(3, 4), randn(5, 4), randn(5)], lin, "bias"),
+        S([randn(3, 4), randn(5, 4)], lin, "no-bias"),
+        S([randn(2, 3, 4), randn(5, 4), randn(5)], lin, "3d-input"),
+        S([randn(4), randn(2, 4), randn(2)], lin, "1d-input"),
+        S([randn(3, 4, dtype=F64), randn(2, 4, dtype=F64), randn(2, dtype=F64)], lin, "f64"),
+        S([randn(3, 4), fortran(randn(5, 4)), strided(randn(5))], lin, "noncontig-weight"),
+        S([randn(1, 4), randn(6, 4), randn(6)], lin, "batch1"),
+    ]
+    x = randn(2, 3, 6, 6)
+    t["conv2d"] = [
+        S([x, randn(4, 3, 3, 3), randn(4)], conv, "3x3-bias"),
+        S([x, randn(4, 3, 3, 3)], conv, "no-bias"),
+        S([x, randn(4, 3, 3, 3), randn(4)], conv, "stride2", {"stride": (2, 2)}),
+        S([x, randn(4, 3, 3, 3), randn(4)], conv, "padding1", {"padding": (1, 1)}),
+        S([x, randn(4, 3, 3, 3), randn(4)], conv, "dilation2", {"dilation": (2, 2)}),
+        S([x, randn(4, 3, 2, 3), randn(4)], conv, "asymmetric",
+          {"stride": (1, 2), "padding": (1, 0), "dilation": (2, 1)}),
+        S([randn(2, 4, 5, 5), randn(6, 2, 3, 3), randn(6)], conv, "groups2", {"groups": 2, "padding": (1, 1)}),
+        S([randn(2, 3, 5, 5), randn(3, 1, 3, 3), randn(3)], conv, "depthwise", {"groups": 3}),
+        S([x, randn(5, 3, 1, 1), randn(5)], conv, "1x1"),
+        S([randn(2, 2, 7, 7), randn(3, 2, 3, 3), randn(3)], conv, "stride-pad-dilation",
+          {"stride": (2, 2), "padding": (2, 2), "dilation": (2, 2)}),
+        S([randn(2, 3, 5, 5, dtype=F64), randn(4, 3, 3, 3, dtype=F64), randn(4, dtype=F64)], conv, "f64",
+          {"padding": (1, 1)}),
+        S([fortran(x), fortran(randn(4, 3, 3, 3)), randn(4)], conv, "noncontig-transposed"),
+        S([flipped(x), randn(4, 3, 3, 3), randn(4)], conv, "noncontig-negative-strides", {"stride": (2, 1)}),
+        S([randn(1, 3, 4, 4), randn(2, 3, 3, 3), randn(2)], conv, "batch1", {"padding": (1, 1)}),
+    ]
+    mp, ap = _pool_ref("max"), _pool_ref("avg")
+    d = distinct(2, 3, 6, 6)
+    t["max_pool2d"] = [
+        S([d], mp, "k2s2", {"kernel_size": (2, 2), "stride": (2, 2)}),
+        S([d], mp, "k3s1p1", {"kernel_size": (3, 3), "stride": (1, 1), "padding": (1, 1)}),
+        S([d], mp, "asymmetric", {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 0)}),
+        S([distinct(2, 2, 7, 7)], mp, "dilation2", {"kernel_size": (2, 2), "stride": (1, 1), "dilation": (2, 2)}),
+        S([-np.abs(distinct(1, 2, 4, 4)) - 1], mp, "negative-values-padded",
+          {"kernel_size": (2, 2), "stride": (2, 2), "padding": (1, 1)}),
+        S([distinct(2, 3, 4, 4, dtype=F64)], mp, "f64", {"kernel_size": (2, 2), "stride": (2, 2)}),
+        S([fortran(d)], mp, "noncontig-transposed", {"kernel_size": (2, 2), "stride": (2, 2)}),
+        S([flipped(d)], mp, "noncontig-negative-strides", {"kernel_size": (3, 3), "stride": (2, 2)}),
+        S([distinct(1, 2, 5, 5)], mp, "batch1", {"kernel_size": (2, 2), "stride": (1, 1)}),
+    ]
+    t["avg_pool2d"] = [
+        S([x], ap, "k2s2", {"kernel_size": (2, 2), "stride": (2, 2)}),
+        S([x], ap, "k3s2p1-include-pad", {"kernel_size": (3, 3), "stride": (2, 2), "padding": (1, 1)}),
+        S([x], ap, "k3s2p1-exclude-pad",
+          {"kernel_size": (3, 3), "stride": (2, 2), "padding": (1, 1), "count_include_pad": False}),
+        S([x], ap, "asymmetric-exclude-pad",
+          {"kernel_size": (2, 3), "stride": (1, 2), "padding": (1, 1), "count_include_pad": False}),
+        S([randn(2, 3, 5, 5, dtype=F64)], ap, "f64", {"kernel_size": (3, 3), "stride": (1, 1), "padding": (1, 1)}),
+        S([fortran(x)], ap, "noncontig-transposed", {"kernel_size": (2, 2), "stride": (2, 2)}),
+        S([strided(x)], ap, "noncontig-strided", {"kernel_size": (3, 3), "stride": (3, 3)}),
+        S([randn(1, 2, 4, 4)], ap, "batch1", {"kernel_size": (2, 2), "stride": (1, 1)}),
+    ]
+    t["adaptive_avg_pool2d"] = [
+        S([x], _adaptive_ref, "even-3x3", {"output_size": (3, 3)}),
+        S([randn(2, 3, 5, 7)], _adaptive_ref, "uneven-3x4", {"output_size": (3, 4)}),
+        S([x], _adaptive_ref, "global-1x1", {"output_size": (1, 1)}),
+        S([randn(2, 2, 5, 4)], _adaptive_ref, "2x1", {"output_size": (2, 1)}),
+        S([randn(2, 2, 3, 3)], _adaptive_ref, "upsample-5x4", {"output_size": (5, 4)}),
+        S([randn(2, 3, 5, 5, dtype=F64)], _adaptive_ref, "f64", {"output_size": (2, 3)}),
+        S([fortran(x)], _adaptive_ref, "noncontig", {"output_size": (4, 4)}),
+        S([randn(1, 3, 4, 4)], _adaptive_ref, "batch1", {"output_size": (2, 2)}),
+    ]
+    t["batch_norm"] = [
+        S(_bn_inputs((2, 3, 4, 4)), _bn_ref, "4d"),
+        S(_bn_inputs((4, 3)), _bn_ref, "2d"),
+        S(_bn_inputs((2, 3, 5)), _bn_ref, "3d-eps", {"eps": 1e-3}),
+        S(_bn_inputs((2, 3, 4, 4), F64), _bn_ref, "f64"),
+        S(_bn_inputs((2, 3, 4, 4), contiguous=False), _bn_ref, "noncontig"),
+        S(_bn_inputs((1, 3, 3, 3)), _bn_ref, "batch1"),
+    ]
+    t["batch_norm_train"] = [
+        S(_bn_inputs((2, 3, 4, 4)), _bn_train_ref, "4d"),
+        S(_bn_inputs((5, 3)), _bn_train_ref, "2d"),
+        S(_bn_inputs((2, 3, 4)), _bn_train_ref, "3d-momentum-eps", {"momentum": 0.3, "eps": 1e-3}),
+        S(_bn_inputs((2, 3, 4, 4), F64), _bn_train_ref, "f64"),
+        S(_bn_inputs((2, 3, 4, 4), contiguous=False), _bn_train_ref, "noncontig"),
+        S(_bn_inputs((1, 3, 3, 3)), _bn_train_ref, "batch1"),
+    ]
+    t["dropout"] = [
+        S([randn(8, 8)], None, "p0.5", {"p": 0.5}, check=_dropout_check, grad=False),
+        S([randn(4, 16, dtype=F64)], None, "p0.2-f64", {"p": 0.2}, check=_dropout_check, grad=False),
+        S([randn(3, 5)], None, "p0-keeps-all", {"p": 0.0}, check=_dropout_check, grad=False),
+        S([fortran(randn(8, 8))], None, "noncontig", {"p": 0.3}, check=_dropout_check, grad=False),
+        S([randn(1, 64)], None, "batch1-default-p", check=_dropout_check, grad=False),
+    ]
+    for op, log in (("softmax", False), ("log_softmax", True)):
+        r = _softmax_ref(log)
+        t[op] = [
+            S([randn(3, 5)], r, "last-dim", {"dim": -1}),
+            S([randn(3, 5)], r, "dim0", {"dim": 0}),
+            S([randn(2, 3, 4)], r, "3d-dim1", {"dim": 1}),
+            S([randn(3, 4) * 30 + 50], r, "large-values", {"dim": 1}),
+            S([randn(2, 5, dtype=F64)], r, "f64", {"dim": 1}),
+            S([fortran(randn(4, 3))], r, "noncontig", {"dim": 1}),
+            S([randn(1, 6)], r, "batch1", {"dim": -1}),
+        ]
+    oh = _one_hot_ref
+    t["one_hot"] = [
+        S([np.array([0, 3, 1, 2, 3])], oh, "f32", {"num_classes": 4}, grad=False),
+        S([ints(0, 5, 2, 3)], oh, "2d-f64", {"num_classes": 5, "dtype": "float64"}, grad=False),
+        S([ints(0, 3, 4)], oh, "int64", {"num_classes": 3, "dtype": "int64"}, grad=False),
+        S([ints(0, 3, 4)], oh, "bool", {"num_classes": 3, "dtype": "bool"}, grad=False),
+        S([strided(ints(0, 4, 6))], oh, "noncontig", {"num_classes": 4}, grad=False),
+        S([np.array([2])], oh, "batch1", {"num_classes": 3}, grad=False),
+    ]
+    return t
+
+
+# ---- shape ops -------------------------------------------------------------------------------
+
+def _reshape_ref(ins, attrs):
+    return [np.reshape(ins[0], tuple(attrs["shape"]))]
+
+
+def _flatten_ref(ins, attrs):
+    x = ins[0]
+    if x.ndim == 0:
+        return [x.reshape(1)]
+    s, e = attrs.get("start_dim", 0) % x.ndim, attrs.get("end_dim", -1) % x.ndim
+    merged = int(np.prod(x.shape[s:e + 1], dtype=np.int64))
+    return [x.reshape(x.shape[:s] + (merged,) + x.shape[e + 1:])]
+
+
+def _permute_ref(ins, attrs):
+    return [np.transpose(ins[0], attrs["perm"])]
+
+
+def _concat_ref(ins, attrs):
+    dt = promote(*ins)
+    return [np.concatenate([a.astype(dt) for a in ins], axis=attrs.get("dim", 0))]
+
+
+def _slice_ref(ins, attrs):
+    """np.take per axis with explicit index lists (not basic indexing, as the kernel uses)."""
+    x, drop = ins[0], set(attrs.get("drop", ()))
+    for axis in reversed(range(x.ndim)):
+        start, stop, step = attrs["slices"][axis]
+        if axis in drop:
+            x = np.take(x, start, axis=axis)
+        else:
+            x = np.take(x, np.arange(x.shape[axis])[start:stop:step], axis=axis)
+    return [x]
+
+
+def _full_ref(ins, attrs):
+    return [np.full(tuple(attrs["shape"]), attrs["value"], np.dtype(attrs.get("dtype", "float32")))]
+
+
+def _broadcast_ref(ins, attrs):
+    return [np.broadcast_to(ins[0], tuple(attrs["shape"])).copy()]
+
+
+def _shape_table():
+    a = randn(2, 3, 4)
+    rs, fl, pm, cc, sl, bc = _reshape_ref, _flatten_ref, _permute_ref, _concat_ref, _slice_ref, _broadcast_ref
+    full = (None, None, 1)
+    t = {}
+    t["reshape"] = [
+        S([a], rs, "infer-last", {"shape": (-1, 4)}),
+        S([a], rs, "infer-middle", {"shape": (2, -1, 2)}),
+        S([a], rs, "static", {"shape": (6, 4)}, dynamic=False),
+        S([a], rs, "to-1d", {"shape": (-1,)}),
+        S([fortran(randn(3, 4))], rs, "noncontig", {"shape": (-1, 6)}),
+        S([randn(2, 3, dtype=F64)], rs, "f64", {"shape": (-1, 1, 3)}),
+        S([ints(0, 9, 4, 3)], rs, "int64", {"shape": (-1, 2)}, grad=False),
+        S([randn(1, 6)], rs, "batch1", {"shape": (1, 2, 3)}, dynamic=False),
+    ]
+    b4 = randn(2, 3, 2, 2)
+    t["flatten"] = [
+        S([b4], fl, "all"),
+        S([b4], fl, "from-dim1", {"start_dim": 1}),
+        S([b4], fl, "middle", {"start_dim": 1, "end_dim": 2}),
+        S([b4], fl, "neg-end", {"start_dim": 0, "end_dim": -2}),
+        S([np.array(1.5, F32)], fl, "scalar"),
+        S([fortran(b4)], fl, "noncontig", {"start_dim": 1}),
+        S([randn(2, 3, 2, dtype=F64)], fl, "f64", {"start_dim": 1}),
+        S([randn(1, 2, 3)], fl, "batch1", {"start_dim": 1}),
+    ]
+    t["permute"] = [
+        S([a], pm, "3d", {"perm": (2, 0, 1)}),
+        S([a], pm, "negative-axes", {"perm": (-1, 0, -2)}),
+        S([randn(3, 4)], pm, "transpose", {"perm": (1, 0)}),
+        S([fortran(randn(2, 3, 4))], pm, "noncontig", {"perm": (1, 2, 0)}),
+        S([randn(2, 3, dtype=F64)], pm, "f64", {"perm": (1, 0)}),
+        S([ints(0, 9, 2, 3)], pm, "int64", {"perm": (1, 0)}, grad=False),
+        S([randn(1, 2, 3)], pm, "batch1", {"perm": (0, 2, 1)}),
+    ]
+    t["concat"] = [
+        S([randn(2, 3), randn(3, 3)], cc, "dim0", {"dim": 0}, dynamic=False),
+        S([randn(2, 3), randn(2, 4)], cc, "dim1", {"dim": 1}),
+        S([randn(2, 3, 1), randn(2, 3, 2), randn(2, 3, 3)], cc, "three-neg-dim", {"dim": -1}),
+        S([randn(2, 3)], cc, "single", {"dim": 1}),
+        S([randn(2, 3), randn(2, 2, dtype=F64)], cc, "f32-f64-promotes", {"dim": 1}),
+        S([ints(0, 9, 2, 2), ints(0, 9, 2, 1)], cc, "int64", {"dim": 1}, grad=False),
+        S([fortran(randn(3, 2)), strided(randn(3, 3))], cc, "noncontig", {"dim": 1}),
+        S([randn(1, 2), randn(1, 3)], cc, "batch1", {"dim": 1}),
+    ]
+    m = randn(3, 5)
+    t["slice"] = [
+        S([m], sl, "range", {"slices": [full, (1, 3, 1)]}),
+        S([m], sl, "step2", {"slices": [full, (None, None, 2)]}),
+        S([m], sl, "negative-indices", {"slices": [full, (-3, -1, 1)]}),
+        S([m], sl, "negative-step", {"slices": [full, (None, None, -1)]}),
+        S([m], sl, "negative-step-bounds", {"slices": [full, (4, 0, -2)]}),
+        S([m], sl, "int-index-dropped", {"slices": [full, (-1, None, 1)], "drop": (1,)}),
+        S([m], sl, "stop-clamped", {"slices": [full, (2, 100, 1)]}),
+        S([m], sl, "batch-dim-bounds", {"slices": [(1, None, 1), (None, 4, 1)]}, dynamic=False),
+        S([m], sl, "drop-batch-dim", {"slices": [(2, None, 1), full], "drop": (0,)}, dynamic=False),
+        S([m], sl, "empty", {"slices": [full, (3, 1, 1)]}),
+        S([randn(2, 3, 4, dtype=F64)], sl, "f64-3d", {"slices": [full, (0, 1, 1), (1, None, 2)], "drop": (1,)}),
+        S([fortran(m)], sl, "noncontig", {"slices": [full, (1, None, 2)]}),
+        S([ints(0, 9, 3, 4)], sl, "int64", {"slices": [full, (1, 3, 1)]}, grad=False),
+        S([randn(1, 5)], sl, "batch1", {"slices": [full, (None, None, 3)]}),
+    ]
+    t["full"] = [
+        S([], _full_ref, "f32", {"shape": (2, 3), "value": 1.5}, grad=False),
+        S([], _full_ref, "f64-negative", {"shape": (3,), "value": -2.25, "dtype": "float64"}, grad=False),
+        S([], _full_ref, "int64", {"shape": (2, 2), "value": 3, "dtype": "int64"}, grad=False),
+        S([], _full_ref, "bool", {"shape": (1, 3), "value": 1.0, "dtype": "bool"}, grad=False),
+        S([], _full_ref, "scalar", {"shape": (), "value": 0.5}, grad=False),
+    ]
+    # broadcast_to's target shape is static, so the input's leading dim must not become N.
+    t["broadcast_to"] = [
+        S([randn(3, 1)], bc, "add-leading-dim", {"shape": (2, 3, 4)}, dynamic=False),
+        S([randn(4)], bc, "row", {"shape": (3, 4)}, dynamic=False),
+        S([np.array(2.5, F32)], bc, "scalar", {"shape": (2, 2)}),
+        S([randn(2, 1, dtype=F64)], bc, "f64", {"shape": (2, 3)}, dynamic=False),
+        S([strided(randn(1, 3))], bc, "noncontig", {"shape": (2, 3)}, dynamic=False),
+        S([ints(0, 5, 3)], bc, "int64", {"shape": (2, 3)}, grad=False, dynamic=False),
+        S([randn(1, 4)], bc, "batch1", {"shape": (3, 4)}, dynamic=False),
+    ]
+    return t
+
+
+def build_table() -> dict:
+    table = {}
+    table.update(_unary_table())
+    table.update(_binary_table())
+    for op, fn in {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                   "gt": np.greater, "ge": np.greater_equal}.items():
+        table[op] = _compare_samples(fn, bool_ok=op in ("eq", "ne"))
+    table.update(_other_elementwise())
+    for kind in ("sum", "mean", "max"):
+        table[kind] = _reduce_samples(kind)
+    table["argmax"] = _argmax_samples()
+    table.update(_nn_table())
+    table.update(_shape_table())
+    return table
+
+
+OP_TABLE: dict[str, list[Sample]] = build_table()

@@ -1,0 +1,344 @@
+"""Op tests generated from tests/op_table.py (DESIGN.md section 7).
+
+For every sample: eager (``graphc.dispatch.apply``) against the numpy reference, compiled
+against eager, and (with torch installed) against PyTorch. Plus: the table, the registry
+and the numpy kernel table cover the same ops, and bad inputs raise ``gc.ShapeError``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.compile import trace_model
+from graphc.dispatch import apply
+from graphc.executor import Plan, get_backend
+from graphc.ir import REGISTRY, Builder, DType, Graph, TensorType, verify
+from graphc.ir.registry import infer_types
+
+from conftest import HAVE_TORCH, requires_torch
+from op_table import OP_TABLE
+
+# Forward tolerances against the float64 references (rtol and atol alike).
+FLOAT32_TOL = 1e-5
+FLOAT64_TOL = 1e-10
+# Compiled plans run the same kernels as eager mode.
+COMPILED_TOL = 1e-6
+
+CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, samples in sorted(OP_TABLE.items())
+         for sample in samples]
+
+
+def tolerance(dtype) -> float | None:
+    """rtol = atol for a float dtype; None means exact (ints, bools)."""
+    return {np.dtype(np.float32): FLOAT32_TOL, np.dtype(np.float64): FLOAT64_TOL}.get(np.dtype(dtype))
+
+
+def assert_close(actual, expected, tol=None, what="output"):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    tol = tolerance(actual.dtype) if tol is None else tol
+    if actual.dtype.kind in "biu" or tol is None:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol, err_msg=what)
+
+
+def expected_types(op, sample) -> list:
+    opdef = REGISTRY[op]
+    in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in sample.inputs]
+    return infer_types(opdef, in_types, opdef.normalize_attrs(sample.attrs))
+
+
+def run_eager(op, sample) -> list:
+    out = apply(op, [gc.Tensor(a) for a in sample.inputs], dict(sample.attrs))
+    return [t.numpy() for t in (out if isinstance(out, tuple) else (out,))]
+
+
+def compile_sample(op, sample):
+    """Trace ``fn(*inputs) = op(*inputs)`` and build a plan; return (plan, outputs)."""
+    attrs = dict(sample.attrs)
+    if not sample.inputs:  # nothing to trace (full): build the one-node graph by hand
+        graph = Graph(op)
+        graph.outputs = Builder(graph).emit(op, [], attrs)
+        plan = Plan(graph, {})
+    else:
+        def fn(*xs):
+            return apply(op, list(xs), attrs)
+
+        if sample.dynamic:
+            plan = gc.compile(fn, example_inputs=tuple(sample.inputs))
+        else:
+            graph, tracer = trace_model(fn, sample.inputs, dynamic_batch=False)
+            plan = Plan(graph, tracer.state_arrays)
+    return plan, [np.asarray(o) for o in plan.run(list(sample.inputs))]
+
+
+# ---- coverage ------------------------------------------------------------------------------
+
+def test_table_covers_registry():
+    missing, extra = set(REGISTRY) - set(OP_TABLE), set(OP_TABLE) - set(REGISTRY)
+    assert not missing, f"ops without op_table entries: {sorted(missing)}"
+    assert not extra, f"op_table entries for unregistered ops: {sorted(extra)}"
+
+
+def test_numpy_kernel_table_matches_registry():
+    kernels = set(get_backend("cpu").kernels)
+    assert kernels == set(REGISTRY), (sorted(set(REGISTRY) - kernels), sorted(kernels - set(REGISTRY)))
+
+
+@pytest.mark.parametrize("op", sorted(OP_TABLE))
+def test_table_entries_are_varied(op):
+    """Several samples per op, float64 where the op takes floats, and a non-contiguous input."""
+    samples = OP_TABLE[op]
+    assert len(samples) >= 4, f"{op}: only {len(samples)} samples"
+    descs = [s.desc for s in samples]
+    assert len(set(descs)) == len(descs), f"{op}: duplicate sample descriptions"
+    if samples[0].inputs:
+        assert any(not a.flags.c_contiguous for s in samples for a in s.inputs), f"{op}: no non-contiguous input"
+        if any(a.dtype.kind == "f" for s in samples for a in s.inputs):
+            assert any(a.dtype == np.float64 for s in samples for a in s.inputs), f"{op}: no float64 sample"
+
+
+@pytest.mark.parametrize("op, sample", CASES)
+def test_grad_flag_is_consistent(op, sample):
+    """``grad=True`` needs a floating-point input to perturb and floating-point outputs."""
+    if sample.grad:
+        assert REGISTRY[op].effects == "pure"
+        assert any(a.dtype.kind == "f" for a in sample.inputs)
+        assert all(t.dtype.is_float for t in expected_types(op, sample))
+
+
+# ---- forward against the numpy reference ---------------------------------------------------
+
+@pytest.mark.parametrize("op, sample", CASES)
+def test_forward_matches_reference(op, sample):
+    before = [a.copy() for a in sample.inputs]
+    outs = run_eager(op, sample)
+    types = expected_types(op, sample)
+    assert len(outs) == len(types)
+    for i, (out, t) in enumerate(zip(outs, types)):
+        assert out.dtype == t.dtype.numpy and out.shape == t.shape, f"output {i}: {out.dtype}{out.shape} vs {t}"
+    for a, b in zip(sample.inputs, before):
+        np.testing.assert_array_equal(a, b, err_msg="the kernel modified its input")
+    if sample.check is not None:
+        sample.check(sample.inputs, sample.attrs, outs)
+        return
+    refs = sample.ref(sample.inputs, sample.attrs)
+    assert len(refs) == len(outs)
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        assert_close(out, ref, what=f"{op} output {i}")
+
+
+# ---- compiled against eager ------------------------------------------------------------------
+
+@pytest.mark.parametrize("op, sample", CASES)
+def test_compiled_matches_eager(op, sample):
+    plan, outs = compile_sample(op, sample)
+    verify(plan.graph)
+    assert [n.op for n in plan.graph.nodes] == [op], "expected exactly one node for the op"
+    if sample.dynamic and sample.inputs and sample.inputs[0].ndim:
+        assert plan.graph.inputs[0].type.shape[0] == "N", "the batch dim should be symbolic"
+    if sample.check is not None:
+        sample.check(sample.inputs, sample.attrs, outs)
+        return
+    eager = run_eager(op, sample)
+    assert len(outs) == len(eager)
+    for i, (out, ref) in enumerate(zip(outs, eager)):
+        assert_close(out, ref, tol=COMPILED_TOL, what=f"compiled {op} output {i}")
+
+
+# ---- PyTorch parity --------------------------------------------------------------------------
+
+def _torch_ops() -> dict:
+    """op -> fn(list of torch tensors, normalized attrs) -> tensor or list of tensors."""
+    import torch
+    import torch.nn.functional as F
+
+    def same_dtype(ts):  # torch's matmul/linear/conv want one dtype; graphc promotes
+        dt = ts[0].dtype
+        for t in ts[1:]:
+            dt = torch.promote_types(dt, t.dtype)
+        return [t.to(dt) for t in ts]
+
+    def unary(fn):
+        return lambda ts, a: fn(ts[0])
+
+    def binary(fn):
+        return lambda ts, a: fn(ts[0], ts[1])
+
+    def reduce(fn):
+        def run(ts, a):
+            x, dims = ts[0], a["dims"]
+            return fn(x, dim=tuple(range(x.ndim)) if dims is None else tuple(dims), keepdim=a["keepdim"])
+        return run
+
+    def slice_(ts, a):
+        x = ts[0]
+        for axis in reversed(range(x.ndim)):
+            start, stop, step = a["slices"][axis]
+            if axis in a["drop"]:
+                x = x.select(axis, start)
+            else:
+                idx = torch.arange(x.shape[axis])[slice(start, stop, step)] if step > 0 else \
+                    torch.tensor(list(range(x.shape[axis]))[start:stop:step], dtype=torch.int64)
+                x = x.index_select(axis, idx)
+        return x
+
+    def batch_norm_train(ts, a):
+        x, w, b, rm, rv = ts
+        rm, rv = rm.clone(), rv.clone()  # updated in place by torch
+        y, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, a["momentum"], a["eps"])
+        return [y, mean, invstd, rm, rv]
+
+    dt = lambda name: getattr(torch, name)  # noqa: E731
+    ops = {
+        "exp": unary(torch.exp), "log": unary(torch.log), "log1p": unary(torch.log1p), "sqrt": unary(torch.sqrt),
+        "rsqrt": unary(torch.rsqrt), "tanh": unary(torch.tanh), "sigmoid": unary(torch.sigmoid),
+        "neg": unary(torch.neg), "abs": unary(torch.abs), "relu": unary(torch.relu), "sign": unary(torch.sign),
+        "add": binary(torch.add), "sub": binary(torch.sub), "mul": binary(torch.mul), "div": binary(torch.div),
+        "pow": binary(torch.pow), "maximum": binary(torch.maximum), "minimum": binary(torch.minimum),
+        "eq": binary(torch.eq), "ne": binary(torch.ne), "lt": binary(torch.lt), "le": binary(torch.le),
+        "gt": binary(torch.gt), "ge": binary(torch.ge),
+        "leaky_relu": lambda ts, a: F.leaky_relu(ts[0], a["negative_slope"]),
+        "where": lambda ts, a: torch.where(*ts),
+        "cast": lambda ts, a: ts[0].to(dt(a["dtype"])),
+        "logical_not": unary(torch.logical_not),
+        "matmul": lambda ts, a: torch.matmul(*same_dtype(ts)),
+        "linear": lambda ts, a: F.linear(*same_dtype(ts)),
+        "conv2d": lambda ts, a: F.conv2d(*same_dtype(ts), stride=a["stride"], padding=a["padding"],
+                                         dilation=a["dilation"], groups=a["groups"]),
+        "max_pool2d": lambda ts, a: F.max_pool2d(ts[0], a["kernel_size"], a["stride"], a["padding"], a["dilation"]),
+        "avg_pool2d": lambda ts, a: F.avg_pool2d(ts[0], a["kernel_size"], a["stride"], a["padding"],
+                                                 count_include_pad=a["count_include_pad"]),
+        "adaptive_avg_pool2d": lambda ts, a: F.adaptive_avg_pool2d(ts[0], a["output_size"]),
+        "batch_norm": lambda ts, a: F.batch_norm(ts[0], ts[3], ts[4], ts[1], ts[2], training=False, eps=a["eps"]),
+        "batch_norm_train": batch_norm_train,
+        "softmax": lambda ts, a: torch.softmax(ts[0], a["dim"]),
+        "log_softmax": lambda ts, a: torch.log_softmax(ts[0], a["dim"]),
+        "one_hot": lambda ts, a: F.one_hot(ts[0], a["num_classes"]).to(dt(a["dtype"])),
+        "sum": reduce(torch.sum), "mean": reduce(torch.mean), "max": reduce(torch.amax),
+        "argmax": lambda ts, a: torch.argmax(ts[0], dim=a["dim"], keepdim=a["keepdim"]),
+        "reshape": lambda ts, a: torch.reshape(ts[0], a["shape"]),
+        "flatten": lambda ts, a: torch.flatten(ts[0], a["start_dim"], a["end_dim"]),
+        "permute": lambda ts, a: torch.permute(ts[0], a["perm"]),
+        "concat": lambda ts, a: torch.cat(ts, a["dim"]),
+        "slice": slice_,
+        "full": lambda ts, a: torch.full(a["shape"], a["value"], dtype=dt(a["dtype"])),
+        "broadcast_to": lambda ts, a: torch.broadcast_to(ts[0], a["shape"]),
+    }
+    return ops
+
+
+# Ops with no PyTorch counterpart to compare against, each with the reason.
+NO_TORCH = {
+    "dropout": "random mask: PyTorch's RNG differs; op_table checks the mask's properties instead",
+}
+TORCH_OPS = _torch_ops() if HAVE_TORCH else {}
+
+
+@requires_torch
+def test_every_op_is_torch_mapped_or_excused():
+    assert not set(TORCH_OPS) & set(NO_TORCH)
+    assert set(TORCH_OPS) | set(NO_TORCH) == set(REGISTRY), sorted(set(REGISTRY) - set(TORCH_OPS) - set(NO_TORCH))
+
+
+@requires_torch
+@pytest.mark.parametrize("op, sample", CASES)
+def test_matches_torch(op, sample):
+    import torch
+
+    if op in NO_TORCH:
+        pytest.skip(NO_TORCH[op])
+    if sample.no_torch:
+        pytest.skip(sample.no_torch)
+    attrs = REGISTRY[op].normalize_attrs(sample.attrs)
+    expected = TORCH_OPS[op]([torch.from_numpy(np.ascontiguousarray(a)) for a in sample.inputs], attrs)
+    expected = [expected] if isinstance(expected, torch.Tensor) else list(expected)
+    outs = run_eager(op, sample)
+    assert len(outs) == len(expected)
+    for i, (out, ref) in enumerate(zip(outs, expected)):
+        assert_close(out, ref.detach().numpy(), what=f"{op} output {i} vs torch")
+
+
+# ---- shape-rule errors -----------------------------------------------------------------------
+
+def _z(*shape, dtype=np.float32):
+    return np.zeros(shape, dtype)
+
+
+BAD = [  # (op, inputs, attrs, why)
+    ("add", [_z(2, 3), _z(4)], {}, "non-broadcastable"),
+    ("mul", [_z(2, 3), _z(3, 2)], {}, "non-broadcastable-2d"),
+    ("add", [_z(2), _z(2), _z(2)], {}, "too-many-inputs"),
+    ("exp", [_z(2, dtype=np.int64)], {}, "float-op-on-int"),
+    ("where", [_z(2), _z(2), _z(2)], {}, "non-bool-condition"),
+    ("where", [_z(3, dtype=bool), _z(2), _z(2)], {}, "where-non-broadcastable"),
+    ("logical_not", [_z(2)], {}, "logical-not-on-float"),
+    ("matmul", [_z(2, 3), _z(4, 5)], {}, "inner-dim-mismatch"),
+    ("matmul", [_z(3), _z(2)], {}, "1d-mismatch"),
+    ("matmul", [_z(), _z(3)], {}, "0d-operand"),
+    ("matmul", [_z(2, 2, 3), _z(3, 3, 4)], {}, "batch-dims-mismatch"),
+    ("linear", [_z(2, 3), _z(4, 5)], {}, "mismatched-features"),
+    ("linear", [_z(2, 3), _z(4, 3), _z(5)], {}, "bad-bias"),
+    ("linear", [_z(2, 3), _z(3)], {}, "1d-weight"),
+    ("conv2d", [_z(1, 3, 5, 5), _z(4, 2, 3, 3)], {}, "channel-mismatch"),
+    ("conv2d", [_z(1, 4, 5, 5), _z(3, 2, 3, 3)], {"groups": 2}, "out-channels-not-divisible-by-groups"),
+    ("conv2d", [_z(3, 5, 5), _z(4, 3, 3, 3)], {}, "rank3-input"),
+    ("conv2d", [_z(1, 3, 2, 2), _z(4, 3, 3, 3)], {}, "input-smaller-than-kernel"),
+    ("conv2d", [_z(1, 3, 5, 5), _z(4, 3, 3, 3), _z(3)], {}, "bad-bias"),
+    ("conv2d", [_z(1, 3, 5, 5, dtype=np.int64), _z(4, 3, 3, 3)], {}, "int-input"),
+    ("max_pool2d", [_z(1, 1, 4, 4)], {"kernel_size": (2, 2), "stride": (2, 2), "padding": (2, 2)}, "padding-over-half"),
+    ("max_pool2d", [_z(1, 4, 4)], {"kernel_size": (2, 2), "stride": (2, 2)}, "rank3"),
+    ("avg_pool2d", [_z(1, 1, 2, 2)], {"kernel_size": (3, 3), "stride": (1, 1)}, "kernel-too-big"),
+    ("adaptive_avg_pool2d", [_z(1, 1, 4, 4)], {"output_size": (0, 2)}, "zero-output-size"),
+    ("batch_norm", [_z(2, 3, 4, 4), _z(3), _z(3), _z(4), _z(3)], {}, "param-shape"),
+    ("batch_norm", [_z(2, 3, 4, 4, 4)] + [_z(3)] * 4, {}, "rank5"),
+    ("batch_norm_train", [_z(2, 3), _z(2), _z(3), _z(3), _z(3)], {}, "param-shape"),
+    ("dropout", [_z(2, 2)], {"p": 1.0}, "p-is-one"),
+    ("dropout", [_z(2, dtype=np.int64)], {}, "int-input"),
+    ("softmax", [_z(2, 3)], {"dim": 2}, "dim-out-of-range"),
+    ("log_softmax", [_z(2, dtype=np.int64)], {"dim": 0}, "int-input"),
+    ("one_hot", [_z(3)], {"num_classes": 4}, "float-indices"),
+    ("one_hot", [_z(3, dtype=np.int64)], {"num_classes": 0}, "no-classes"),
+    ("mean", [_z(2, 3, dtype=np.int64)], {}, "mean-of-int"),
+    ("sum", [_z(2, 3)], {"dims": (2,)}, "dim-out-of-range"),
+    ("max", [_z(2, 3)], {"dims": (1, -1)}, "repeated-dims"),
+    ("argmax", [_z(2, 3)], {"dim": -3}, "dim-out-of-range"),
+    ("reshape", [_z(2, 3)], {"shape": (4, 2)}, "wrong-size"),
+    ("reshape", [_z(2, 3)], {"shape": (-1, -1)}, "two-inferred"),
+    ("reshape", [_z(2, 3)], {"shape": (-1, 4)}, "not-divisible"),
+    ("flatten", [_z(2, 3, 4)], {"start_dim": 2, "end_dim": 1}, "start-after-end"),
+    ("permute", [_z(2, 3)], {"perm": (0, 0)}, "not-a-permutation"),
+    ("permute", [_z(2, 3)], {"perm": (0, 1, 2)}, "too-many-axes"),
+    ("concat", [_z(2, 3), _z(2, 4)], {"dim": 0}, "mismatch-outside-dim"),
+    ("concat", [_z(2, 3), _z(2, 3, 1)], {"dim": 1}, "rank-mismatch"),
+    ("slice", [_z(2, 3)], {"slices": [(None, None, 1), (None, None, 0)]}, "zero-step"),
+    ("slice", [_z(2, 3)], {"slices": [(None, None, 1)]}, "too-few-entries"),
+    ("slice", [_z(2, 3)], {"slices": [(None, None, 1), (3, None, 1)], "drop": (1,)}, "index-out-of-range"),
+    ("full", [], {"shape": (2, -1), "value": 0.0}, "negative-dim"),
+    ("broadcast_to", [_z(2, 3)], {"shape": (3, 3)}, "incompatible"),
+    ("broadcast_to", [_z(2, 3)], {"shape": (3,)}, "lower-rank-target"),
+]
+
+
+def test_shape_error_is_a_graphc_error():
+    assert issubclass(gc.ShapeError, gc.GraphcError)
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [pytest.param(*b[:3], id=f"{b[0]}-{b[3]}") for b in BAD])
+def test_bad_inputs_raise_shape_error(op, inputs, attrs):
+    with pytest.raises(gc.ShapeError):
+        apply(op, [gc.Tensor(a) for a in inputs], attrs)
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [
+    pytest.param("concat", [_z(2, 3), _z(2, 3)], {"dim": 0}, id="concat-along-batch"),
+    pytest.param("slice", [_z(4, 3)], {"slices": [(1, 3, 1), (None, None, 1)]}, id="slice-batch-with-bounds"),
+    pytest.param("reshape", [_z(4, 3)], {"shape": (6, 2)}, id="reshape-batch-to-static"),
+])
+def test_symbolic_batch_refusals_raise_shape_error(op, inputs, attrs):
+    """Shape rules refuse results whose size would depend on the batch size, at trace time."""
+    with pytest.raises(gc.ShapeError):
+        trace_model(lambda *xs: apply(op, list(xs), attrs), inputs)
