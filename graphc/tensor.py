@@ -58,7 +58,7 @@ class Tensor:
     >>> import numpy as np, graphc as gc
     >>> t = gc.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     >>> (t * 2 + 1).sum(dim=1).numpy()
-    array([ 7., 25.], dtype=float32)
+    array([ 9., 27.], dtype=float32)
     """
 
     __array_ufunc__ = None  # make numpy defer: np_array + tensor calls Tensor.__radd__

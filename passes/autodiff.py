@@ -20,10 +20,12 @@ def autodiff(graph: Graph, loss: Value, wrt: list[str]) -> tuple[Graph, dict[str
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
-    >>> from graphc.passes.autodiff import autodiff
-    >>> g = gc.trace(lambda x: (x * 2).sum(), np.ones((3, 2), np.float32))
-    >>> len(g.nodes)
-    2
+    >>> from graphc.compile import trace_model
+    >>> model = nn.Linear(3, 1)
+    >>> graph, _ = trace_model(lambda x: model(x).sum(), (np.ones((4, 3), np.float32),), root=model)
+    >>> _, grads = autodiff(graph, graph.outputs[0], ["weight", "bias"])
+    >>> {name: str(g.type) for name, g in grads.items()}
+    {'weight': 'f32[1,3]', 'bias': 'f32[1]'}
     """
     if loss.type.shape != () or not loss.type.dtype.is_float:
         raise GraphcError(f"the loss must be a floating-point scalar, got {loss.type}")
