@@ -43,6 +43,8 @@ class Plan:
         user_inputs = graph.inputs[:len(graph.inputs) - len(self.hyper_inputs)]
         self.input_names = [v.name for v in user_inputs]
         self.output_names = list(graph.output_names) or [v.name for v in graph.outputs]
+        self.metadata: dict = {}  # free-form plain data saved with the plan
+        self.producer = self.format_version = None  # set when loaded from a file
 
     # ---- running ----------------------------------------------------------------
     def __call__(self, *inputs, return_outputs: bool = False):
@@ -103,6 +105,13 @@ class Plan:
         """Current parameters and buffers by the model's state_dict names (live arrays)."""
         roles = self.graph.state_roles
         return {k: v for k, v in self._state.items() if roles[k] in ("param", "buffer")}
+
+    def save(self, path) -> None:
+        """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one msgpack file,
+        atomically; ``gc.load(path)`` runs it with no model code."""
+        from .serialize import save_plan
+
+        save_plan(self, path, self.metadata)
 
     def __repr__(self) -> str:
         return f"<Plan {self.kind} {self.graph.name}: {len(self.graph.nodes)} nodes on {self.device}>"

@@ -1,10 +1,16 @@
-"""The ``graphc`` command line (``graphc ...`` and ``python -m graphc ...``)."""
+"""The ``graphc`` command line (``graphc ...`` and ``python -m graphc ...``).
+
+Errors print one line and exit with status 2, never a traceback.
+"""
 from __future__ import annotations
 
 import argparse
+import collections
 import runpy
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from .ir.errors import GraphcError
 
@@ -17,11 +23,83 @@ def _demo(args) -> int:
     return 0
 
 
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def describe_plan(plan, path: str = "") -> str:
+    """The text ``graphc inspect`` prints."""
+    g = plan.graph
+    version = ".".join(map(str, plan.format_version)) if plan.format_version else "?"
+    lines = [f"file: {path}" if path else None,
+             f"kind: {plan.kind}    producer: {plan.producer or '?'}    format: {version}",
+             "inputs:  " + ", ".join(f"{v.name} {v.type}" for v in g.inputs[:len(plan.input_names)]),
+             "outputs: " + ", ".join(f"{n} {v.type}" for n, v in zip(plan.output_names, g.outputs))]
+    if plan.hyper_inputs:
+        lines.append("hyper-parameter inputs: " + ", ".join(
+            f"{n}={group['lr']:g}" for n, group in zip(plan.hyper_inputs, plan.param_groups)))
+    for role, title in (("param", "parameters"), ("buffer", "buffers"), ("optim", "optimizer state")):
+        arrays = [plan._state[k] for k, r in g.state_roles.items() if r == role]
+        if arrays:
+            count = sum(int(a.size) for a in arrays)
+            nbytes = sum(int(a.nbytes) for a in arrays)
+            lines.append(f"{title}: {len(arrays)} tensors, {count:,} values, {_fmt_bytes(nbytes)}")
+    if plan.kind == "training":
+        lines.append(f"training steps so far: {plan.step_count}")
+    for entry in g.meta.get("passes", []):
+        lines.append(f"pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
+    histogram = collections.Counter(n.op for n in g.nodes)
+    lines.append(f"nodes: {len(g.nodes)}")
+    lines += [f"  {op:<26} {count}" for op, count in histogram.most_common()]
+    return "\n".join(line for line in lines if line is not None)
+
+
+def _inspect(args) -> int:
+    from .compile import load
+
+    print(describe_plan(load(args.file), args.file))
+    return 0
+
+
+def _run(args) -> int:
+    from .compile import load
+
+    plan = load(args.file)
+    if plan.kind != "inference":
+        raise GraphcError(f"{args.file} is a training plan; `graphc run` runs inference plans (gc.export)")
+    inputs = []
+    for path in args.input:
+        try:
+            inputs.append(np.load(path, allow_pickle=False))
+        except (OSError, ValueError) as e:
+            raise GraphcError(f"cannot read input {path}: {e}") from None
+    outputs = plan.run(inputs)
+    arrays = [plan.backend.to_numpy(o) for o in outputs]
+    if len(arrays) == 1 and not args.output.endswith(".npz"):
+        np.save(args.output, arrays[0])
+    elif args.output.endswith(".npz"):
+        np.savez(args.output, **dict(zip(plan.output_names, arrays)))
+    else:
+        raise GraphcError(f"the plan has {len(arrays)} outputs: use an --output path ending in .npz")
+    print(f"wrote {args.output}: " + ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in zip(plan.output_names, arrays)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphc", description="graphc: a static-graph deep-learning compiler")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the demo")
-    demo.set_defaults(func=_demo)
+    sub.add_parser("demo", help="run the demo").set_defaults(func=_demo)
+    inspect = sub.add_parser("inspect", help="describe a saved plan")
+    inspect.add_argument("file")
+    inspect.set_defaults(func=_inspect)
+    run = sub.add_parser("run", help="run an inference plan on .npy inputs")
+    run.add_argument("file")
+    run.add_argument("--input", action="append", required=True, help="an input .npy file (repeat, in order)")
+    run.add_argument("--output", required=True, help="output .npy (or .npz for several outputs)")
+    run.set_defaults(func=_run)
     return parser
 
 
@@ -31,5 +109,8 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except GraphcError as e:
+        print(f"graphc: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
         print(f"graphc: error: {e}", file=sys.stderr)
         return 2

@@ -84,3 +84,36 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
         return compile_training(model, example_inputs, loss_fn, optimizer, passes, device)
     graph, tracer = trace_model(model, example_inputs)
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference")
+
+
+def load(path, device="cpu") -> Plan:
+    """Load a plan file saved by ``plan.save`` or ``gc.export``; it needs no model code.
+
+    >>> import numpy as np, graphc as gc, tempfile, os
+    >>> from graphc import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.graphc")
+    >>> gc.export(nn.Linear(4, 2), (np.zeros((8, 4), np.float32),), path)
+    >>> gc.load(path)(np.ones((3, 4), np.float32)).shape
+    (3, 2)
+    """
+    from .executor.serialize import load_plan
+
+    return load_plan(path, device)
+
+
+def export(model, example_inputs, path) -> Plan:
+    """Save ``model``'s eval-mode inference plan to ``path`` (the model's mode is restored)."""
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    was_training = getattr(model, "training", False)
+    if hasattr(model, "eval"):
+        model.eval()
+    try:
+        graph, tracer = trace_model(model, example_inputs)
+    finally:
+        if was_training:
+            model.train()
+    state = {name: array.copy() for name, array in tracer.state_arrays.items()}  # frozen: not shared
+    plan = Plan(graph, state, kind="inference")
+    plan.save(path)
+    return plan

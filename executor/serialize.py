@@ -1,0 +1,232 @@
+"""The plan file: one self-contained msgpack document (see docs/format.md).
+
+Layout: an outer map ``{magic, format_version, producer, kind, checksum, body}`` where
+``body`` is the msgpack bytes of ``{graph, tensors, param_groups, rng, metadata}`` and
+``checksum`` is its SHA-256. Loading checks magic, version and checksum before it parses
+the body, unpacks with size limits, and checks every field before allocating arrays.
+No pickle, no eval, no import by name: op names are looked up in the registry.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+
+import msgpack
+import numpy as np
+
+from ..ir.errors import GraphcError, PlanFormatError
+from .plan_format import DTYPES, MAX_DIM, check_plain, decode_graph, encode_graph, expect, fail, field, verify_loaded
+
+MAGIC = "graphc-plan"
+FORMAT_VERSION = (1, 0)
+KINDS = ("training", "inference")
+_LIMITS = dict(max_str_len=1 << 20, max_array_len=1 << 24, max_map_len=1 << 20, max_ext_len=0)
+
+
+def producer() -> str:
+    from graphc import __version__
+
+    return f"graphc {__version__}"
+
+
+# ---- writing ------------------------------------------------------------------------
+def plan_to_bytes(plan, metadata: dict | None = None) -> bytes:
+    graph = plan.graph
+    tensors = [_tensor_record(name, plan.backend.to_numpy(plan._state[name])) for name in graph.state]
+    tensors += [_tensor_record(name, graph.constant_data[name]) for name in graph.constants]
+    body = {
+        "graph": encode_graph(graph),
+        "tensors": tensors,
+        "param_groups": [{"lr": float(g["lr"])} for g in plan.param_groups],
+        "rng": _rng_state(plan.rng),
+        "metadata": check_plain(dict(metadata or {}), "metadata"),
+    }
+    body_bytes = msgpack.packb(body, use_bin_type=True)
+    return msgpack.packb({
+        "magic": MAGIC, "format_version": list(FORMAT_VERSION), "producer": producer(), "kind": plan.kind,
+        "checksum": "sha256:" + hashlib.sha256(body_bytes).hexdigest(), "body": body_bytes,
+    }, use_bin_type=True)
+
+
+def _tensor_record(name: str, array: np.ndarray) -> dict:
+    dtype = {np.dtype("float32"): "f32", np.dtype("float64"): "f64", np.dtype("int64"): "i64",
+             np.dtype("bool"): "b1"}[array.dtype]
+    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    return {"name": name, "dtype": dtype, "shape": list(array.shape), "data": data}
+
+
+def _rng_state(rng: np.random.Generator) -> dict:
+    st = rng.bit_generator.state
+    # PCG64's 128-bit integers do not fit msgpack ints: store them as hex strings.
+    return {"bit_generator": st["bit_generator"], "state": format(st["state"]["state"], "x"),
+            "inc": format(st["state"]["inc"], "x"), "has_uint32": int(st["has_uint32"]),
+            "uinteger": int(st["uinteger"])}
+
+
+def save_plan(plan, path, metadata: dict | None = None) -> None:
+    """Write atomically: a temporary file in the same folder, fsync, then ``os.replace``."""
+    data = plan_to_bytes(plan, metadata)
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".graphc-", suffix=".tmp", dir=folder)
+    try:
+        os.chmod(tmp, _file_mode(path))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _file_mode(path: str) -> int:
+    """Keep an existing file's permissions; new files get the usual 0o666 minus the umask."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+# ---- reading ------------------------------------------------------------------------
+def read_document(data: bytes) -> dict:
+    """Check the outer map, the version and the checksum; return the unpacked body and header."""
+    outer = _unpack(data, "header", max_bin_len=len(data))
+    expect(outer, dict, "file")
+    if outer.get("magic") != MAGIC:
+        fail("not a graphc plan (bad magic)")
+    version = field(outer, "format_version", list, "file")
+    if len(version) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in version):
+        fail(f"bad format_version {version!r}")
+    if version[0] > FORMAT_VERSION[0]:
+        raise PlanFormatError(f"plan format {version[0]}.{version[1]} is newer than this graphc supports "
+                              f"({FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}); upgrade graphc to load it")
+    kind = field(outer, "kind", str, "file")
+    if kind not in KINDS:
+        fail(f"kind {kind!r} is not one of {KINDS}")
+    body_bytes = field(outer, "body", bytes, "file")
+    checksum = field(outer, "checksum", str, "file")
+    if checksum != "sha256:" + hashlib.sha256(body_bytes).hexdigest():
+        fail("checksum mismatch: the file is corrupted")
+    body = _unpack(body_bytes, "body", max_bin_len=len(body_bytes))
+    expect(body, dict, "body")
+    return {"header": outer, "body": body, "kind": kind}
+
+
+def _unpack(data: bytes, what: str, max_bin_len: int):
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True, max_bin_len=max_bin_len, **_LIMITS)
+    except (msgpack.exceptions.UnpackException, ValueError, TypeError, OverflowError, RecursionError) as e:
+        fail(f"the {what} is not valid msgpack ({type(e).__name__}: {e})")
+
+
+def decode_tensors(records) -> dict:
+    """Check every record (dtype allowlist, shape, byte count) before building any array."""
+    expect(records, list, "tensors")
+    arrays = {}
+    for k, rec in enumerate(records):
+        where = f"tensor {k}"
+        expect(rec, dict, where)
+        name = field(rec, "name", str, where)
+        if name in arrays:
+            fail(f"duplicate tensor name {name!r}")
+        dtype = field(rec, "dtype", str, where)
+        if dtype not in DTYPES:
+            fail(f"tensor {name!r} has dtype {dtype!r}, not one of {sorted(DTYPES)}")
+        shape = field(rec, "shape", list, where)
+        count = 1
+        for d in shape:
+            if not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM):
+                fail(f"tensor {name!r} has a bad dim {d!r}")
+            count *= d  # Python ints: no overflow
+        data = field(rec, "data", bytes, where)
+        np_dtype = DTYPES[dtype].numpy.newbyteorder("<")
+        if count * np_dtype.itemsize != len(data):
+            fail(f"tensor {name!r}: shape {shape} x {np_dtype.itemsize} bytes != {len(data)} bytes of data")
+        arrays[name] = np.frombuffer(data, dtype=np_dtype).astype(DTYPES[dtype].numpy).reshape(shape)
+    return arrays
+
+
+def load_plan(path, device="cpu"):
+    """Read a plan file; every problem raises ``PlanFormatError``."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PlanFormatError(f"cannot read plan file {os.fspath(path)!r}: {e.strerror}") from None
+    return plan_from_bytes(data, device)
+
+
+def plan_from_bytes(data: bytes, device="cpu"):
+    from .plan import Plan
+
+    doc = read_document(data)
+    body = doc["body"]
+    try:
+        graph, constants = decode_graph(field(body, "graph", dict, "body"))
+        arrays = decode_tensors(field(body, "tensors", list, "body"))
+        _attach(graph, constants, arrays)
+        verify_loaded(graph)
+        groups = _param_groups(field(body, "param_groups", list, "body"), graph)
+        rng_state = _decode_rng(field(body, "rng", dict, "body"))
+        metadata = check_plain(body.get("metadata", {}), "metadata")
+    except PlanFormatError:
+        raise
+    except (GraphcError, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as e:
+        fail(f"{type(e).__name__}: {e}")
+    state = {name: arrays[name] for name in graph.state}
+    plan = Plan(graph, state, device=device, kind=doc["kind"], param_groups=groups)
+    plan.rng.bit_generator.state = rng_state
+    plan.metadata = metadata
+    plan.producer = doc["header"].get("producer")
+    plan.format_version = tuple(doc["header"]["format_version"])
+    return plan
+
+
+def _attach(graph, constants, arrays: dict) -> None:
+    expected = [*graph.state.values(), *constants]
+    if len(arrays) != len(expected):
+        fail(f"{len(arrays)} tensors stored, the graph needs {len(expected)}")
+    for value in expected:
+        array = arrays.get(value.name)
+        if array is None:
+            fail(f"tensor for %{value.name} is missing")
+        if array.shape != value.type.shape or array.dtype != value.type.dtype.numpy:
+            fail(f"tensor %{value.name} is {array.dtype}{list(array.shape)}, the graph says {value.type}")
+    for value in constants:
+        graph.add_constant(value, arrays[value.name])
+
+
+def _param_groups(groups: list, graph) -> list:
+    hyper = graph.meta.get("hyper_inputs", [])
+    if not isinstance(hyper, list) or len(groups) != len(hyper):
+        fail(f"{len(groups)} param_groups for hyper inputs {hyper!r}")
+    out = []
+    for g in groups:
+        expect(g, dict, "param_groups entry")
+        out.append({"lr": float(field(g, "lr", (int, float), "param_groups entry"))})
+    return out
+
+
+def _decode_rng(st: dict) -> dict:
+    if st.get("bit_generator") != "PCG64":
+        fail(f"unsupported RNG {st.get('bit_generator')!r}")
+    try:
+        state, inc = (int(field(st, key, str, "rng")[:33], 16) for key in ("state", "inc"))
+    except ValueError:
+        fail("rng state is not hexadecimal")
+    if not (0 <= state < 2**128 and 0 <= inc < 2**128):
+        fail("rng state out of range")
+    return {"bit_generator": "PCG64", "state": {"state": state, "inc": inc},
+            "has_uint32": int(field(st, "has_uint32", int, "rng")) & 1, "uinteger": field(st, "uinteger", int, "rng")
+            & 0xFFFFFFFF}
