@@ -66,3 +66,13 @@ class Program:
             if env[s] is not target:
                 target[...] = env[s]
         return [env[s] for s in self.output_slots]
+
+
+def evaluate_node(node, arrays: list, backend=None) -> list:
+    """Run one node on numpy arrays (constant folding uses this); shapes must be static."""
+    from .backends import get_backend
+
+    backend = backend or get_backend("cpu")
+    spec = KernelSpec(node.attrs, tuple(v.type for v in node.inputs), tuple(v.type for v in node.outputs), None)
+    result = backend.kernels[node.op](spec)(*arrays)
+    return list(result) if len(node.outputs) > 1 else [result]

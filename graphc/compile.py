@@ -4,6 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .executor import Plan
+from .executor.program import evaluate_node
+from .passes.freeze import freeze
+from .passes.manager import record, resolve, run_passes
 from .ir.errors import GraphcError, TraceError
 from .ir.types import DType
 from .random import next_seed
@@ -30,6 +33,8 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
 
     root = root if root is not None else (fn if isinstance(fn, Module) else None)
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
+    if arrays and arrays[0].ndim and arrays[0].shape[0] == 0:
+        raise GraphcError("example inputs have a zero-size batch; trace with at least one example")
     if name is None:
         name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
     tracer = Tracer(name, root)
@@ -62,12 +67,14 @@ def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
     return trace_model(model_or_fn, example_inputs, name, dynamic_batch)[0]
 
 
-def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu"):
+def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu", verify=False):
     """Trace ``model`` once and build a plan that reruns it.
 
     With no loss and optimizer this is a forward plan in the model's current mode
     (``model.eval()`` for inference). The plan shares parameter and buffer storage with the
     model; the batch dim is symbolic, so other batch sizes run without retracing.
+    ``passes`` is ``"default"``, ``"none"`` or a list of pass names; ``verify=True`` runs
+    ``ir.verify`` after every pass.
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
@@ -81,8 +88,9 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     if loss_fn is not None or optimizer is not None:
         from .training import compile_training
 
-        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device)
+        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify)
     graph, tracer = trace_model(model, example_inputs)
+    graph = run_passes(graph, resolve(passes, "inference"), evaluate_node, verify)
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference")
 
 
@@ -92,7 +100,7 @@ def load(path, device="cpu") -> Plan:
     >>> import numpy as np, graphc as gc, tempfile, os
     >>> from graphc import nn
     >>> path = os.path.join(tempfile.mkdtemp(), "m.graphc")
-    >>> gc.export(nn.Linear(4, 2), (np.zeros((8, 4), np.float32),), path)
+    >>> _ = gc.export(nn.Linear(4, 2), (np.zeros((8, 4), np.float32),), path)
     >>> gc.load(path)(np.ones((3, 4), np.float32)).shape
     (3, 2)
     """
@@ -101,8 +109,13 @@ def load(path, device="cpu") -> Plan:
     return load_plan(path, device)
 
 
-def export(model, example_inputs, path) -> Plan:
-    """Save ``model``'s eval-mode inference plan to ``path`` (the model's mode is restored)."""
+EXPORT_PASSES = ["fold_bn", "fold_constants", "cse", "dce", "fuse_conv_bn", "fuse_linear_relu"]
+
+
+def export(model, example_inputs, path, verify=False) -> Plan:
+    """Save ``model``'s frozen eval-mode inference plan to ``path``: parameters become
+    constants, BatchNorm is folded into the convolution (in float64), constants are folded.
+    The model's train/eval mode is restored afterwards."""
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     was_training = getattr(model, "training", False)
@@ -113,7 +126,9 @@ def export(model, example_inputs, path) -> Plan:
     finally:
         if was_training:
             model.train()
-    state = {name: array.copy() for name, array in tracer.state_arrays.items()}  # frozen: not shared
-    plan = Plan(graph, state, kind="inference")
+    before = len(graph.nodes)
+    graph = record(freeze(graph, tracer.state_arrays), "freeze", before)
+    graph = run_passes(graph, EXPORT_PASSES, evaluate_node, verify)
+    plan = Plan(graph, {}, kind="inference")
     plan.save(path)
     return plan

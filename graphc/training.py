@@ -7,6 +7,9 @@ from .ir.errors import GraphcError
 from .nn.module import Module
 from .optim.optimizer import Optimizer
 from .passes.autodiff import autodiff
+from .executor.program import evaluate_node
+from .ir.verify import verify as verify_graph
+from .passes.manager import FORWARD_PASSES, record, resolve, run_passes
 from .passes.optimizers import append_optimizer
 from .random import next_seed
 from .tracer import input_names
@@ -36,23 +39,33 @@ def trace_training_step(model: Module, example_inputs, loss_fn):
     return graph, tracer
 
 
-def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Optimizer):
+def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Optimizer, passes="default",
+                         verify=False):
+    """Forward fusions, then autodiff and the optimizer update, then cleanup passes."""
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
-    names = {id(t): name for name, t in model.state_dict_tensors().items()}
-    groups = optimizer.spec(names)
+    names = resolve(passes, "training")
+    graph = run_passes(graph, [n for n in names if n in FORWARD_PASSES], evaluate_node, verify)
+    ids = {id(t): name for name, t in model.state_dict_tensors().items()}
+    groups = optimizer.spec(ids)
     wrt = [name for group in groups for name in group["params"]]
+    before = len(graph.nodes)
     graph, grads = autodiff(graph, graph.outputs[0], wrt)
-    graph = append_optimizer(graph, grads, groups)
+    graph = record(graph, "autodiff", before)
+    before = len(graph.nodes)
+    graph = record(append_optimizer(graph, grads, groups), "optimizer", before)
+    if verify:
+        verify_graph(graph)
+    graph = run_passes(graph, [n for n in names if n not in FORWARD_PASSES], evaluate_node, verify)
     return graph, tracer
 
 
-def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu"):
+def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False):
     if loss_fn is None or optimizer is None:
         raise GraphcError("a training plan needs both loss_fn and optimizer")
     if not isinstance(model, Module):
         raise GraphcError(f"a training plan needs an nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, Optimizer):
         raise GraphcError(f"optimizer must be a graphc.optim optimizer, got {type(optimizer).__name__}")
-    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer)
+    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify)
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
                 param_groups=optimizer.param_groups)

@@ -42,7 +42,7 @@ class Builder:
         outputs = [Value(self.fresh_name(), t) for t in out_types]
         node = Node(op, list(inputs), outputs, attrs, {**self.meta, **(meta or {})})
         self.graph.nodes.append(node)
-        return outputs
+        return list(outputs)  # a copy: callers may pop from it
 
     def emit1(self, op: str, inputs: list, attrs: dict | None = None, meta: dict | None = None) -> Value:
         return self.emit(op, inputs, attrs, meta)[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import conv, elementwise, norm, pool, reduce, shape
+from . import conv, elementwise, fused, norm, pool, reduce, shape
 
 
 class KernelSpec(NamedTuple):
@@ -21,7 +21,7 @@ class KernelSpec(NamedTuple):
 
 
 TABLE = {}
-for _module in (elementwise, conv, pool, norm, reduce, shape):
+for _module in (elementwise, conv, pool, norm, reduce, shape, fused):
     TABLE.update(_module.KERNELS)
 
 __all__ = ["KernelSpec", "TABLE"]

@@ -1,0 +1,79 @@
+"""Fused ops created by the fusion passes, with fused backwards.
+
+- ``linear_relu``: GEMM, bias and relu in one kernel; its backward takes the relu mask from
+  the output, so the pre-activation is never kept.
+- ``conv_bn_train``: convolution, batch statistics, normalisation, affine, optional relu and
+  the running-stat update; outputs ``(y, conv_out, mean, invstd, new_rm, new_rv)``; its
+  backward ``conv_bn_train_grad`` does relu mask, BN backward and both conv gradients.
+- ``conv_bn``: eval form, convolution with BN applied as a per-channel scale and shift.
+"""
+from __future__ import annotations
+
+from ..errors import GraphcError
+from ..registry import Attr, OpDef, register
+from .conv import _CONV, _conv2d
+from .linalg import _linear, _vjp_linear
+from .norm import _check_channel_params
+
+_BN = {"eps": Attr("float", 1e-5), "relu": Attr("bool", False)}
+
+
+def _vjp_linear_relu(b, node, cts, needs):
+    g = b.emit1("relu_grad", [cts[0], node.outputs[0]])
+    return _vjp_linear(b, node, [g], needs)
+
+
+def _split_conv_bn_inputs(in_types_or_values):
+    """(x, w, [b], gamma, beta, running_mean, running_var) -> (conv part, bn part)."""
+    return in_types_or_values[:-4], in_types_or_values[-4:]
+
+
+def _conv_bn(in_types, attrs):
+    conv, bn = _split_conv_bn_inputs(in_types)
+    out = _conv2d(conv, attrs)[0]
+    _check_channel_params(out, bn, "conv_bn")
+    return [out]
+
+
+def _conv_bn_train(in_types, attrs):
+    conv, bn = _split_conv_bn_inputs(in_types)
+    out = _conv2d(conv, attrs)[0]
+    stat = _check_channel_params(out, bn, "conv_bn_train")
+    return [out, out, stat, stat, stat, stat]
+
+
+def _vjp_conv_bn_train(b, node, cts, needs):
+    if any(ct is not None for ct in cts[1:]):
+        raise GraphcError("gradients through conv_bn_train's saved outputs are not supported")
+    conv, bn = _split_conv_bn_inputs(node.inputs)
+    has_bias = len(conv) == 3
+    y, conv_out, mean, invstd = node.outputs[:4]
+    attrs = {k: node.attrs[k] for k in _CONV}
+    attrs.update(relu=node.attrs["relu"], input_grad=needs[0], has_bias=has_bias)
+    grads = b.emit("conv_bn_train_grad", [cts[0], conv[0], conv[1], conv_out, y, bn[0], mean, invstd], attrs)
+    gx = grads.pop(0) if needs[0] else None
+    gw = grads.pop(0)
+    gb = grads.pop(0) if has_bias else None
+    ggamma, gbeta = grads
+    return [gx, gw] + ([gb] if has_bias else []) + [ggamma, gbeta, None, None]
+
+
+def _conv_bn_train_grad(in_types, attrs):
+    g, x, w, conv_out, y, gamma, mean, invstd = in_types
+    outs = [x] if attrs["input_grad"] else []
+    outs.append(w)
+    if attrs["has_bias"]:
+        outs.append(gamma.with_shape((w.shape[0],)))
+    return outs + [gamma, gamma]
+
+
+register(OpDef("linear_relu", _linear, inputs=(2, 3), vjp=_vjp_linear_relu,
+               doc="relu(x @ w.T + b) in one kernel (fused by fuse_linear_relu)"))
+register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7),
+               doc="eval form: (x, w, [b], gamma, beta, running_mean, running_var) -> y"))
+register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": Attr("float", 0.1)}, inputs=(6, 7),
+               vjp=_vjp_conv_bn_train,
+               doc="training form: (x, w, [b], gamma, beta, rm, rv) -> (y, conv_out, mean, invstd, new_rm, new_rv)"))
+register(OpDef("conv_bn_train_grad", _conv_bn_train_grad,
+               attrs={**_CONV, "relu": Attr("bool"), "input_grad": Attr("bool"), "has_bias": Attr("bool")},
+               inputs=(8, 8), doc="(g, x, w, conv_out, y, gamma, mean, invstd) -> ([dx], dw, [db], dgamma, dbeta)"))
