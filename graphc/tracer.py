@@ -75,7 +75,7 @@ class Tracer:
         shape = tuple(array.shape)
         if batch:
             shape = (BATCH,) + shape[1:]
-        value = self.graph.add_input(Value(name, TensorType(shape, DType.from_any(array.dtype))))
+        value = self.graph.add_input(Value(self.graph.unique_name(name), TensorType(shape, DType.from_any(array.dtype))))
         return Tensor(_value=value, _tracer=self)
 
     def example_shape(self, ttype: TensorType) -> tuple:

@@ -45,9 +45,10 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
     names = resolve(passes, "training")
     graph = run_passes(graph, [n for n in names if n in FORWARD_PASSES], evaluate_node, verify)
-    ids = {id(t): name for name, t in model.state_dict_tensors().items()}
-    groups = optimizer.spec(ids)
-    wrt = [name for group in groups for name in group["params"]]
+    tensors = model.state_dict_tensors()
+    groups = optimizer.spec({id(t): name for name, t in tensors.items()})
+    # like PyTorch, parameters with requires_grad=False get no gradient and are not updated
+    wrt = [name for group in groups for name in group["params"] if getattr(tensors[name], "requires_grad", True)]
     before = len(graph.nodes)
     graph, grads = autodiff(graph, graph.outputs[0], wrt)
     graph = record(graph, "autodiff", before)

@@ -116,6 +116,15 @@ class Graph:
         g.meta = {k: (list(v) if isinstance(v, list) else v) for k, v in self.meta.items()}
         return g
 
+    def unique_name(self, base: str) -> str:
+        """``base``, or ``base_1``, ``base_2``... if a leaf value already has that name."""
+        taken = {v.name for v in self.leaf_values()}
+        name, k = base, 0
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
     # ---- views ------------------------------------------------------------------
     @property
     def params(self) -> dict[str, Value]:

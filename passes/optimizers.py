@@ -32,7 +32,7 @@ def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
     out.updates[STEP] = new_step
     hyper_inputs = []
     for index, group in enumerate(groups):
-        name = lr_input_name(index, len(groups))
+        name = out.unique_name(lr_input_name(index, len(groups)))
         lr = out.add_input(Value(name, SCALAR_F64))
         hyper_inputs.append(name)
         update = _UPDATES.get(group["kind"])

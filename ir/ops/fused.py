@@ -35,6 +35,31 @@ def _conv_bn(in_types, attrs):
     return [out]
 
 
+def _vjp_conv_bn(b, node, cts, needs):
+    """Eval-form BN is a per-channel affine map: scale the cotangent, then the conv grads.
+    dgamma needs the normalised conv output, recomputed here (frozen-BN fine-tuning only)."""
+    from .norm import _per_channel
+    from ._vjp import scalar
+
+    conv, (gamma, beta, mean, var) = _split_conv_bn_inputs(node.inputs)
+    y, x, w = node.outputs[0], conv[0], conv[1]
+    g = b.emit1("relu_grad", [cts[0], y]) if node.attrs["relu"] else cts[0]
+    invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, node.attrs["eps"], var.type.dtype)])])
+    g_conv = b.emit1("mul", [g, _per_channel(b, b.emit1("mul", [gamma, invstd]), y.type)])
+    window = {k: node.attrs[k] for k in _CONV}
+    grads = [b.emit1("conv2d_grad_input", [g_conv, w], {**window, "input_shape": list(x.type.shape)}) if needs[0] else None,
+             b.emit1("conv2d_grad_weight", [g_conv, x], {**window, "weight_shape": list(w.type.shape)}) if needs[1] else None]
+    if len(conv) == 3:
+        grads.append(b.emit1("sum", [g_conv], {"dims": [0, 2, 3]}) if needs[2] else None)
+    ggamma = None
+    if needs[len(conv)]:
+        conv_out = b.emit1("conv2d", list(conv), window)
+        xhat = b.emit1("mul", [b.emit1("sub", [conv_out, _per_channel(b, mean, y.type)]), _per_channel(b, invstd, y.type)])
+        ggamma = b.emit1("sum", [b.emit1("mul", [g, xhat])], {"dims": [0, 2, 3]})
+    gbeta = b.emit1("sum", [g], {"dims": [0, 2, 3]}) if needs[len(conv) + 1] else None
+    return grads + [ggamma, gbeta, None, None]
+
+
 def _conv_bn_train(in_types, attrs):
     conv, bn = _split_conv_bn_inputs(in_types)
     out = _conv2d(conv, attrs)[0]
@@ -69,7 +94,7 @@ def _conv_bn_train_grad(in_types, attrs):
 
 register(OpDef("linear_relu", _linear, inputs=(2, 3), vjp=_vjp_linear_relu,
                doc="relu(x @ w.T + b) in one kernel (fused by fuse_linear_relu)"))
-register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7),
+register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn,
                doc="eval form: (x, w, [b], gamma, beta, running_mean, running_var) -> y"))
 register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": Attr("float", 0.1)}, inputs=(6, 7),
                vjp=_vjp_conv_bn_train,
