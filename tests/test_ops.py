@@ -58,7 +58,7 @@ def run_eager(op, sample) -> list:
 
 def compile_sample(op, sample):
     """Trace ``fn(*inputs) = op(*inputs)`` and build a plan; return (plan, outputs)."""
-    attrs = dict(sample.attrs)
+    attrs = dict(sample.traced_attrs if sample.dynamic and sample.traced_attrs else sample.attrs)
     if not sample.inputs:  # nothing to trace (full): build the one-node graph by hand
         graph = Graph(op)
         graph.outputs = Builder(graph).emit(op, [], attrs)
@@ -181,9 +181,8 @@ def _torch_ops() -> dict:
             if axis in a["drop"]:
                 x = x.select(axis, start)
             else:
-                idx = torch.arange(x.shape[axis])[slice(start, stop, step)] if step > 0 else \
-                    torch.tensor(list(range(x.shape[axis]))[start:stop:step], dtype=torch.int64)
-                x = x.index_select(axis, idx)
+                idx = list(range(x.shape[axis]))[start:stop:step]  # torch slicing has no negative steps
+                x = x.index_select(axis, torch.tensor(idx, dtype=torch.int64))
         return x
 
     def batch_norm_train(ts, a):
@@ -192,6 +191,47 @@ def _torch_ops() -> dict:
         y, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, a["momentum"], a["eps"])
         return [y, mean, invstd, rm, rv]
 
+    def vjp(forward, x_shape):
+        """Backward ops: PyTorch autograd's vector-Jacobian product of the forward op."""
+        def run(ts, a):
+            x = torch.zeros(tuple(x_shape(ts, a)), dtype=ts[0].dtype, requires_grad=True)
+            return torch.autograd.grad(forward(x, ts, a), x, ts[0])[0]
+        return run
+
+    def window(a):
+        return {k: a[k] for k in ("stride", "padding", "dilation", "groups")}
+
+    def max_pool2d_grad(ts, a):
+        x = ts[1].clone().requires_grad_(True)
+        y = F.max_pool2d(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"])
+        return torch.autograd.grad(y, x, ts[0])[0]
+
+    def batch_norm_train_grad(ts, a):
+        g, x, w, mean, invstd = ts
+        return torch.ops.aten.native_batch_norm_backward(g, x, w, None, None, mean, invstd, True, 1e-5,
+                                                          [True, True, True])
+
+    def conv_bn(ts, a):
+        y = F.batch_norm(ops["conv2d"](ts[:-4], a), ts[-2], ts[-1], ts[-4], ts[-3], training=False, eps=a["eps"])
+        return torch.relu(y) if a["relu"] else y
+
+    def conv_bn_train(ts, a):
+        conv_out = ops["conv2d"](ts[:-4], a)
+        y, *stats = batch_norm_train([conv_out] + list(ts[-4:]), a)
+        return [torch.relu(y) if a["relu"] else y, conv_out] + stats
+
+    def conv_bn_train_grad(ts, a):
+        g, x, w, conv_out, y, gamma, mean, invstd = ts
+        if a["relu"]:
+            g = aten.threshold_backward(g, y, 0)
+        g_conv, g_gamma, g_beta = batch_norm_train_grad([g, conv_out, gamma, mean, invstd], a)
+        outs = [torch.nn.grad.conv2d_input(x.shape, w, g_conv, **window(a))] if a["input_grad"] else []
+        outs.append(torch.nn.grad.conv2d_weight(x, w.shape, g_conv, **window(a)))
+        if a["has_bias"]:
+            outs.append(g_conv.sum(dim=(0, 2, 3)))
+        return outs + [g_gamma, g_beta]
+
+    aten = torch.ops.aten
     dt = lambda name: getattr(torch, name)  # noqa: E731
     ops = {
         "exp": unary(torch.exp), "log": unary(torch.log), "log1p": unary(torch.log1p), "sqrt": unary(torch.sqrt),
@@ -227,6 +267,27 @@ def _torch_ops() -> dict:
         "slice": slice_,
         "full": lambda ts, a: torch.full(a["shape"], a["value"], dtype=dt(a["dtype"])),
         "broadcast_to": lambda ts, a: torch.broadcast_to(ts[0], a["shape"]),
+        # backward ops
+        "relu_grad": lambda ts, a: aten.threshold_backward(ts[0], ts[1], 0),
+        "sigmoid_grad": lambda ts, a: aten.sigmoid_backward(ts[0], ts[1]),
+        "tanh_grad": lambda ts, a: aten.tanh_backward(ts[0], ts[1]),
+        "reduce_grad": vjp(lambda x, ts, a: (torch.mean if a["mean"] else torch.sum)(
+            x, dim=tuple(a["dims"]), keepdim=a["keepdim"]), lambda ts, a: a["shape"]),
+        "slice_grad": vjp(lambda x, ts, a: slice_([x], a), lambda ts, a: a["shape"]),
+        "conv2d_grad_input": lambda ts, a: torch.nn.grad.conv2d_input(a["input_shape"], ts[1], ts[0], **window(a)),
+        "conv2d_grad_weight": lambda ts, a: torch.nn.grad.conv2d_weight(ts[1], a["weight_shape"], ts[0], **window(a)),
+        "max_pool2d_grad": max_pool2d_grad,
+        "avg_pool2d_grad": vjp(lambda x, ts, a: F.avg_pool2d(x, a["kernel_size"], a["stride"], a["padding"],
+                                                             count_include_pad=a["count_include_pad"]),
+                               lambda ts, a: a["input_shape"]),
+        "adaptive_avg_pool2d_grad": vjp(lambda x, ts, a: F.adaptive_avg_pool2d(x, ts[0].shape[2:]),
+                                        lambda ts, a: ts[0].shape[:2] + tuple(a["input_size"])),
+        "batch_norm_train_grad": batch_norm_train_grad,
+        # fused ops: the unfused PyTorch functions (and their backward kernels) in sequence
+        "linear_relu": lambda ts, a: torch.relu(F.linear(*ts)),
+        "conv_bn": conv_bn,
+        "conv_bn_train": conv_bn_train,
+        "conv_bn_train_grad": conv_bn_train_grad,
     }
     return ops
 
@@ -254,7 +315,7 @@ def test_matches_torch(op, sample):
     if sample.no_torch:
         pytest.skip(sample.no_torch)
     attrs = REGISTRY[op].normalize_attrs(sample.attrs)
-    expected = TORCH_OPS[op]([torch.from_numpy(np.ascontiguousarray(a)) for a in sample.inputs], attrs)
+    expected = TORCH_OPS[op]([torch.from_numpy(np.array(a, order="C")) for a in sample.inputs], attrs)
     expected = [expected] if isinstance(expected, torch.Tensor) else list(expected)
     outs = run_eager(op, sample)
     assert len(outs) == len(expected)
@@ -342,3 +403,54 @@ def test_symbolic_batch_refusals_raise_shape_error(op, inputs, attrs):
     """Shape rules refuse results whose size would depend on the batch size, at trace time."""
     with pytest.raises(gc.ShapeError):
         trace_model(lambda *xs: apply(op, list(xs), attrs), inputs)
+
+
+# ---- inputs outside the table: the shape rule refuses them or the kernel honours it -------------
+
+@pytest.mark.parametrize("op, inputs, attrs", [
+    pytest.param("linear", [_z(2, 3, dtype=np.int64), _z(4, 3)], {}, id="linear-int64-input-f32-weight"),
+    pytest.param("conv2d", [_z(1, 1, 3, 3), _z(1, 1, 2, 2, dtype=np.int64)], {}, id="conv2d-int64-weight"),
+    pytest.param("batch_norm", [_z(2, 3)] + [np.ones(3)] * 4, {}, id="batch_norm-f32-input-f64-params"),
+    pytest.param("batch_norm_train", [np.arange(6, dtype=np.float32).reshape(2, 3)] + [np.ones(3)] * 4, {},
+                 id="batch_norm_train-f32-input-f64-params"),
+    pytest.param("relu", [np.array([True, False])], {}, id="relu-bool"),
+    pytest.param("neg", [np.array([True, False])], {}, id="neg-bool"),
+    pytest.param("sign", [np.array([True, False])], {}, id="sign-bool"),
+    pytest.param("abs", [np.array([True, False])], {}, id="abs-bool"),
+    pytest.param("div", [np.array([True]), np.array([True])], {}, id="div-bool"),
+    pytest.param("sum", [np.array(2.0, np.float32)], {"dims": (0,)}, id="sum-0d-dim0"),
+    pytest.param("softmax", [np.array(2.0, np.float32)], {"dim": 0}, id="softmax-0d"),
+])
+def test_shape_rule_and_kernel_agree(op, inputs, attrs):
+    """Either the shape rule raises ShapeError, or the kernel returns exactly the types it promised
+    (dispatch raises GraphcError on a mismatch; numpy errors must not leak out)."""
+    sample = type("Call", (), {"inputs": inputs, "attrs": attrs})
+    try:
+        types = expected_types(op, sample)
+    except gc.ShapeError:
+        return
+    outs = run_eager(op, sample)
+    assert [(o.dtype, o.shape) for o in outs] == [(t.dtype.numpy, t.shape) for t in types]
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [
+    pytest.param("conv2d", [_z(1, 2, 5, 5), _z(2, 2, 3, 3)], {"stride": (0, 1)}, id="conv2d-zero-stride"),
+    pytest.param("conv2d", [_z(1, 2, 5, 5), _z(2, 2, 1, 1)], {"padding": (-1, -1)}, id="conv2d-negative-padding"),
+    pytest.param("conv2d", [_z(1, 2, 5, 5), _z(2, 2, 3, 3)], {"dilation": (0, 0)}, id="conv2d-zero-dilation"),
+    pytest.param("conv2d", [_z(1, 2, 5, 5), _z(2, 2, 3, 3)], {"stride": (1, 1, 1)}, id="conv2d-three-strides"),
+    pytest.param("max_pool2d", [_z(1, 2, 4, 4)], {"kernel_size": (2, 2), "stride": (0, 1)},
+                 id="max_pool2d-zero-stride"),
+    pytest.param("avg_pool2d", [_z(1, 2, 4, 4)], {"kernel_size": (0, 0), "stride": (1, 1)},
+                 id="avg_pool2d-zero-kernel"),
+    pytest.param("adaptive_avg_pool2d", [_z(1, 2, 4, 4)], {"output_size": (2,)}, id="adaptive-one-size"),
+    pytest.param("slice", [_z(2, 3)], {"slices": [(None, None, 1), (None, None, 1)], "drop": (1,)},
+                 id="slice-drop-without-index"),
+    pytest.param("concat", [_z()], {"dim": 0}, id="concat-0d"),
+    pytest.param("pow", [np.array([2]), np.array([-1])], {}, id="pow-int-negative-exponent"),
+    pytest.param("one_hot", [np.array([5])], {"num_classes": 3}, id="one_hot-index-out-of-range"),
+])
+def test_bad_calls_raise_graphc_errors(op, inputs, attrs):
+    """Every error graphc raises is a GraphcError (DESIGN.md section 2), in eager mode too:
+    bad attr values are refused up front, not by a ZeroDivisionError or numpy ValueError."""
+    with pytest.raises(gc.GraphcError):
+        apply(op, [gc.Tensor(a) for a in inputs], attrs)
