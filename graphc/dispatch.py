@@ -55,8 +55,13 @@ def _run_eager(op, args, attrs):
     in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
     out_types = infer_types(opdef, in_types, attrs)
     spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), _random.generator())
-    with np.errstate(all="ignore"):
-        result = NUMPY.kernels[op](spec)(*arrays)
+    try:
+        with np.errstate(all="ignore"):
+            result = NUMPY.kernels[op](spec)(*arrays)
+    except GraphcError:
+        raise
+    except (ValueError, TypeError, ArithmeticError, IndexError) as e:  # same wrapping as compiled plans
+        raise GraphcError(f"kernel {op!r} failed: {e}") from e
     results = result if len(out_types) > 1 else (result,)
     outs = []
     for r, t in zip(results, out_types):

@@ -20,8 +20,27 @@ class KernelSpec(NamedTuple):
     rng: object = None  # the plan's numpy Generator, for ops with effects="random"
 
 
+def _cast_inputs_to_output(factory):
+    """For ops whose shape rule promotes mixed dtypes (int64 @ f32 -> f32): numpy would widen
+    to float64, so inputs are cast to the output dtype first."""
+    def make(xp, spec):
+        want = spec.out_types[0].dtype
+        flags = tuple(t.dtype is not want for t in spec.in_types)
+        if not any(flags):
+            return factory(xp, spec)
+        run = factory(xp, spec._replace(in_types=tuple(t.with_dtype(want) for t in spec.in_types)))
+        dtype = want.numpy
+        return lambda *arrays: run(*(a.astype(dtype) if f else a for a, f in zip(arrays, flags)))
+    return make
+
+
+_PROMOTING = ("matmul", "linear", "linear_relu", "conv2d", "batch_norm", "batch_norm_train", "conv_bn",
+              "conv_bn_train")
+
 TABLE = {}
 for _module in (elementwise, conv, pool, norm, reduce, shape, fused):
     TABLE.update(_module.KERNELS)
+for _name in _PROMOTING:
+    TABLE[_name] = _cast_inputs_to_output(TABLE[_name])
 
 __all__ = ["KernelSpec", "TABLE"]

@@ -31,10 +31,7 @@ def _sigmoid(xp):
 
 
 def _rsqrt(xp):
-    def run(x):
-        y = xp.sqrt(x)
-        return xp.reciprocal(y, out=y)
-    return run
+    return lambda x: xp.reciprocal(xp.sqrt(x))
 
 
 def _leaky_relu(xp, spec):

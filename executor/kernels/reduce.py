@@ -6,8 +6,8 @@ from ...ir.errors import GraphcError
 
 def _reduce(method):
     def factory(xp, spec):
-        axes = spec.attrs["dims"]
-        axes = None if axes is None else tuple(a % max(spec.in_types[0].rank, 1) for a in axes)
+        axes, rank = spec.attrs["dims"], spec.in_types[0].rank
+        axes = None if axes is None or rank == 0 else tuple(a % rank for a in axes)
         keepdim = spec.attrs["keepdim"]
         dtype = spec.out_types[0].dtype.numpy
         if method == "max":
@@ -39,7 +39,7 @@ def _one_hot(xp, spec):
 
 def _reduce_grad(xp, spec):
     shape = spec.out_types[0].shape
-    axes = spec.attrs["dims"]
+    axes = tuple(a % max(len(shape), 1) for a in spec.attrs["dims"])
     keep = tuple(1 if i in axes else d for i, d in enumerate(shape))
     count = 1
     for a in axes:

@@ -77,3 +77,20 @@ def window_out(size: int, kernel: int, stride: int, padding: int, dilation: int,
 
 def pair(v) -> tuple:
     return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def check_pairs(attrs: dict, op: str, minimums: dict) -> None:
+    """Window attrs must be pairs of ints at least their minimum (stride >= 1, padding >= 0...)."""
+    for key, low in minimums.items():
+        value = attrs.get(key)
+        if value is None:
+            continue
+        if len(value) != 2:
+            raise ShapeError(f"{op}: {key} must have 2 entries (height, width), got {tuple(value)}")
+        if any(v < low for v in value):
+            raise ShapeError(f"{op}: {key} must be >= {low}, got {tuple(value)}")
+
+
+def need_numeric(t: TensorType, op: str) -> None:
+    if t.dtype is DType.bool:
+        raise ShapeError(f"{op} does not take bool tensors")

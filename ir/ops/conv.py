@@ -4,13 +4,14 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import TensorType
-from ._shapes import need_float, need_rank, need_static, result_dtype, window_out
+from ._shapes import check_pairs, need_float, need_rank, need_static, result_dtype, window_out
 
 _WINDOW = {"stride": Attr("ints", (1, 1)), "padding": Attr("ints", (0, 0)), "dilation": Attr("ints", (1, 1))}
 _CONV = {**_WINDOW, "groups": Attr("int", 1)}
 
 
 def _conv2d(in_types, attrs):
+    check_pairs(attrs, "conv2d", {"stride": 1, "padding": 0, "dilation": 1})
     x, w = in_types[:2]
     need_rank(x, (4,), "conv2d")
     need_rank(w, (4,), "conv2d", "weight")
@@ -57,6 +58,7 @@ def _conv2d_grad_weight(in_types, attrs):
 
 def _pool(name):
     def rule(in_types, attrs):
+        check_pairs(attrs, name, {"kernel_size": 1, "stride": 1, "padding": 0, "dilation": 1})
         x = in_types[0]
         need_rank(x, (4,), name)
         need_float(x, name)
@@ -95,6 +97,7 @@ def _adaptive_avg_pool2d(in_types, attrs):
     need_rank(x, (4,), "adaptive_avg_pool2d")
     need_float(x, "adaptive_avg_pool2d")
     need_static(x.shape[2:], "adaptive_avg_pool2d", "spatial dims")
+    check_pairs(attrs, "adaptive_avg_pool2d", {"output_size": 1})
     oh, ow = attrs["output_size"]
     if oh <= 0 or ow <= 0:
         raise ShapeError(f"adaptive_avg_pool2d: output_size {attrs['output_size']} must be positive")

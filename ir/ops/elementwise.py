@@ -9,13 +9,20 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import DType, TensorType
-from ._shapes import broadcast, need_float, result_dtype
+from ._shapes import broadcast, need_float, need_numeric, result_dtype
 from ._vjp import scalar
 
 
 # ---- shape rules ------------------------------------------------------------------
 def _same(in_types, attrs):
     return [in_types[0]]
+
+
+def _numeric(name):
+    def rule(in_types, attrs):
+        need_numeric(in_types[0], name)
+        return [in_types[0]]
+    return rule
 
 
 def _float_same(name):
@@ -71,10 +78,10 @@ def _cube(b, y):
 
 
 _UNARY = {
-    "neg": (_same, lambda b, x, y, g: b.emit1("neg", [g])),
-    "abs": (_same, lambda b, x, y, g: b.emit1("mul", [g, b.emit1("sign", [x])])),
-    "relu": (_same, lambda b, x, y, g: b.emit1("relu_grad", [g, y])),
-    "sign": (_same, lambda b, x, y, g: None),
+    "neg": (_numeric("neg"), lambda b, x, y, g: b.emit1("neg", [g])),
+    "abs": (_numeric("abs"), lambda b, x, y, g: b.emit1("mul", [g, b.emit1("sign", [x])])),
+    "relu": (_numeric("relu"), lambda b, x, y, g: b.emit1("relu_grad", [g, y])),
+    "sign": (_numeric("sign"), lambda b, x, y, g: None),
     "exp": (_float_same("exp"), lambda b, x, y, g: b.emit1("mul", [g, y])),
     "log": (_float_same("log"), lambda b, x, y, g: b.emit1("div", [g, x])),
     "log1p": (_float_same("log1p"), lambda b, x, y, g: b.emit1("div", [g, b.emit1("add", [x, _c(b, 1.0, x)])])),

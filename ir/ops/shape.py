@@ -53,6 +53,8 @@ def _permute(in_types, attrs):
 
 def _concat(in_types, attrs):
     first = in_types[0]
+    if first.rank == 0:
+        raise ShapeError("concat needs tensors of rank >= 1")
     axis = norm_axis(attrs["dim"], first.rank)
     total = 0
     for t in in_types:
@@ -83,6 +85,8 @@ def _slice(in_types, attrs):
     shape = []
     for axis, (dim, (start, stop, step)) in enumerate(zip(x.shape, slices)):
         if axis in drop:
+            if not isinstance(start, int):
+                raise ShapeError(f"slice: dim {axis} is integer-indexed, so its entry needs an int start")
             if is_static(dim) and not -dim <= start < dim:
                 raise ShapeError(f"index {start} is out of range for dim {axis} of size {dim}")
             continue
