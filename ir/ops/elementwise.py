@@ -125,7 +125,8 @@ def _vjp_pow(b, node, cts, needs):
     if needs[0]:
         gx = b.emit1("mul", [g, b.emit1("mul", [e, b.emit1("pow", [x, b.emit1("sub", [e, _c(b, 1.0, e)])])])])
     if needs[1]:
-        gy = b.emit1("mul", [g, b.emit1("mul", [out, b.emit1("log", [x])])])
+        base = x if x.type.dtype.is_float else b.emit1("cast", [x], {"dtype": out.type.dtype.name})
+        gy = b.emit1("mul", [g, b.emit1("mul", [out, b.emit1("log", [base])])])
     return [gx, gy]
 
 

@@ -51,13 +51,21 @@ def _vjp_conv_bn(b, node, cts, needs):
              b.emit1("conv2d_grad_weight", [g_conv, x], {**window, "weight_shape": list(w.type.shape)}) if needs[1] else None]
     if len(conv) == 3:
         grads.append(b.emit1("sum", [g_conv], {"dims": [0, 2, 3]}) if needs[2] else None)
-    ggamma = None
-    if needs[len(conv)]:
+    k = len(conv)
+    ggamma = gmean = gvar = None
+    if needs[k] or needs[k + 3]:  # both need sum(g * (conv_out - mean)): recompute conv_out
         conv_out = b.emit1("conv2d", list(conv), window)
-        xhat = b.emit1("mul", [b.emit1("sub", [conv_out, _per_channel(b, mean, y.type)]), _per_channel(b, invstd, y.type)])
-        ggamma = b.emit1("sum", [b.emit1("mul", [g, xhat])], {"dims": [0, 2, 3]})
-    gbeta = b.emit1("sum", [g], {"dims": [0, 2, 3]}) if needs[len(conv) + 1] else None
-    return grads + [ggamma, gbeta, None, None]
+        centered = b.emit1("sub", [conv_out, _per_channel(b, mean, y.type)])
+        dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": [0, 2, 3]})
+        if needs[k]:
+            ggamma = b.emit1("mul", [dot, invstd])
+        if needs[k + 3]:  # d/dvar of gamma * (var + eps)^-1/2 = -0.5 * gamma * invstd^3
+            cube = b.emit1("mul", [invstd, b.emit1("mul", [invstd, invstd])])
+            gvar = b.emit1("mul", [b.emit1("mul", [dot, gamma]), b.emit1("mul", [cube, scalar(b, -0.5, var.type.dtype)])])
+    g_sum = b.emit1("sum", [g], {"dims": [0, 2, 3]}) if needs[k + 1] or needs[k + 2] else None
+    if needs[k + 2]:
+        gmean = b.emit1("neg", [b.emit1("mul", [g_sum, b.emit1("mul", [gamma, invstd])])])
+    return grads + [ggamma, g_sum if needs[k + 1] else None, gmean, gvar]
 
 
 def _conv_bn_train(in_types, attrs):
