@@ -64,9 +64,10 @@ class Plan:
         arrays += [np.asarray(float(group["lr"]), np.float64) for group in self.param_groups]
         program = self._programs.get(batch)
         if program is None:
-            program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants)
+            program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants,
+                                                      self._state)
         with np.errstate(all="ignore"):
-            outs = program.run(arrays, self._state)
+            outs = program.run(arrays)
         return [self.backend.asarray(o) for o in outs]
 
     @property

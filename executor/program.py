@@ -1,68 +1,162 @@
-"""Binding a graph to one batch size: a flat instruction list over numbered slots.
+"""Binding a graph to one batch size: a flat list of steps over numbered slots and an arena.
 
-A :class:`Program` is what a Plan caches per batch size: each node becomes
-``(run, input slots, output slots)`` where ``run`` is the backend kernel specialised to the
-node's concrete shapes, so the per-step loop does no lookups.
+A :class:`Program` is what a Plan caches per batch size. Each node's kernel is specialised
+to the concrete shapes once; its outputs are placed by the memory planner:
+
+- kernels marked ``writes_out`` write into planned buffers: arena regions reused once a
+  value is dead, or the state array itself when an elementwise update can run in place;
+- kernels marked ``view_of = i`` return a view of input ``i`` (reshape, permute, slice):
+  the viewed buffer stays live as long as the view;
+- other kernels allocate their results, as do kernels whose results the caller receives.
+
+In steady state a step allocates only what it returns plus kernels' own temporaries.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph
 from .kernels import KernelSpec
+from .memory import Buffer, assign_offsets
+
+# Ops whose kernels may write their output over an input of the same shape (ufunc-style).
+IN_PLACE_SAFE = frozenset({"add", "sub", "mul", "div", "neg", "maximum", "minimum", "sqrt", "exp", "relu"})
 
 
 class Program:
-    def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict):
-        self.batch = batch
-        slots: dict[int, int] = {}
-
-        def slot(value):
-            if id(value) not in slots:
-                slots[id(value)] = len(slots)
-            return slots[id(value)]
-
-        self.input_slots = [slot(v) for v in graph.inputs]
-        self.state_slots = {name: slot(v) for name, v in graph.state.items()}
-        const_slots = {name: slot(v) for name, v in graph.constants.items()}
-        self.instructions = []
-        self.nodes = graph.nodes
+    def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict, state: dict):
+        self.batch, self.nodes, self.backend = batch, graph.nodes, backend
+        self.slots: dict[int, int] = {}
+        self.types: list = []
+        for v in [*graph.inputs, *graph.state.values(), *graph.constants.values()]:
+            self._slot(v, batch)
+        self.input_slots = [self.slots[id(v)] for v in graph.inputs]
+        runs, specs = [], []
         for node in graph.nodes:
             spec = KernelSpec(node.attrs, tuple(v.type.bind(batch) for v in node.inputs),
                               tuple(v.type.bind(batch) for v in node.outputs), rng)
             try:
-                run = backend.kernels[node.op](spec)
+                runs.append(backend.kernels[node.op](spec))
             except GraphcError as e:
                 raise e.located(node.location()) from None
-            self.instructions.append((run, tuple(slot(v) for v in node.inputs),
-                                      tuple(slot(v) for v in node.outputs)))
-        self.output_slots = [slot(v) for v in graph.outputs]
-        self.update_slots = {name: slot(v) for name, v in graph.updates.items()}
-        self.template = [None] * len(slots)
-        for name, s in const_slots.items():
-            self.template[s] = constants[name]
+            specs.append(spec)
+            for v in node.outputs:
+                self._slot(v, batch)
+        self.template = [None] * len(self.types)
+        for name, v in graph.state.items():
+            self.template[self.slots[id(v)]] = state[name]
+        for name, v in graph.constants.items():
+            self.template[self.slots[id(v)]] = constants[name]
+        self.output_slots = [self.slots[id(v)] for v in graph.outputs]
+        self._plan_memory(graph, runs, state)
+        self.steps = [self._make_step(run, node, i) for i, (run, node) in enumerate(zip(runs, graph.nodes))]
 
-    def run(self, inputs: list, state: dict) -> list:
+    def _slot(self, value, batch):
+        if id(value) not in self.slots:
+            self.slots[id(value)] = len(self.types)
+            self.types.append(value.type.bind(batch))
+        return self.slots[id(value)]
+
+    # ---- memory planning ------------------------------------------------------------
+    def _plan_memory(self, graph, runs, state) -> None:
+        slot = self.slots
+        n = len(graph.nodes)
+        root = list(range(len(self.types)))  # slot -> slot owning its bytes (views share)
+        kinds = []
+        for node, run in zip(graph.nodes, runs):
+            view_of = getattr(run, "view_of", None)
+            if view_of is not None:
+                root[slot[id(node.outputs[0])]] = root[slot[id(node.inputs[view_of])]]
+            kinds.append("view" if view_of is not None else "out" if getattr(run, "writes_out", False) else "alloc")
+        last_read = {}
+        for i, node in enumerate(graph.nodes):
+            for v in node.inputs:
+                last_read[root[slot[id(v)]]] = i
+        returned = {root[s] for s in self.output_slots}
+        for s in returned:
+            last_read[s] = n
+        state_slots = {slot[id(v)]: name for name, v in graph.state.items()}
+        # elementwise updates write straight into the state array once nothing reads the old value
+        self.copy_back = []
+        in_place = {}
+        for name, value in graph.updates.items():
+            s, target = slot[id(value)], slot[id(graph.state[name])]
+            producer = next((i for i, nd in enumerate(graph.nodes) if any(o is value for o in nd.outputs)), None)
+            if (producer is not None and kinds[producer] == "out" and graph.nodes[producer].op in IN_PLACE_SAFE
+                    and root[s] == s and s not in returned and s not in in_place
+                    and last_read.get(root[target], -1) <= producer and root[target] == target):
+                in_place[s] = name
+                self.template[s] = state[name]
+            else:
+                self.copy_back.append((s, state[name]))
+        self.fresh: set[int] = set()  # nodes whose outputs are allocated per step
+        buffers = []
+        for i, (node, kind) in enumerate(zip(graph.nodes, kinds)):
+            outs = [slot[id(v)] for v in node.outputs]
+            if kind != "out" or any(s in returned for s in outs):
+                if kind == "out":
+                    self.fresh.add(i)
+                continue
+            for s in outs:
+                if s not in in_place:
+                    t = self.types[s]
+                    nbytes = int(np.prod(t.shape, dtype=np.int64)) * t.dtype.numpy.itemsize
+                    buffers.append(Buffer(s, nbytes, i, max(i, last_read.get(s, i))))
+        self.kinds = kinds
+        self.buffers = buffers
+        self.arena_bytes = assign_offsets(buffers)
+        self.unplanned_bytes = sum(b.nbytes for b in buffers)
+        self.arena = self.backend.xp.empty(self.arena_bytes, dtype=np.uint8)
+        for b in buffers:
+            t = self.types[b.key]
+            self.template[b.key] = self.arena[b.offset:b.offset + b.nbytes].view(t.dtype.numpy).reshape(t.shape)
+
+    # ---- steps ------------------------------------------------------------------------
+    def _make_step(self, run, node, index):
+        ins = tuple(self.slots[id(v)] for v in node.inputs)
+        outs = tuple(self.slots[id(v)] for v in node.outputs)
+        if self.kinds[index] == "out" and index not in self.fresh:
+            out = self.template[outs[0]] if len(outs) == 1 else tuple(self.template[s] for s in outs)
+            if len(ins) == 1:
+                a, = ins
+                return lambda env: run(env[a], out=out)
+            if len(ins) == 2:
+                a, b = ins
+                return lambda env: run(env[a], env[b], out=out)
+            return lambda env: run(*[env[i] for i in ins], out=out)
+        if len(outs) == 1:
+            o = outs[0]
+            if len(ins) == 1:
+                a, = ins
+
+                def step(env):
+                    env[o] = run(env[a])
+                return step
+
+            def step(env):
+                env[o] = run(*[env[i] for i in ins])
+            return step
+
+        def step(env):
+            for s, result in zip(outs, run(*[env[i] for i in ins])):
+                env[s] = result
+        return step
+
+    def run(self, inputs: list) -> list:
         env = list(self.template)
         for s, a in zip(self.input_slots, inputs):
             env[s] = a
-        for name, s in self.state_slots.items():
-            env[s] = state[name]
         index = 0
         try:
-            for index, (run, ins, outs) in enumerate(self.instructions):
-                result = run(*[env[i] for i in ins])
-                if len(outs) == 1:
-                    env[outs[0]] = result
-                else:
-                    for s, a in zip(outs, result):
-                        env[s] = a
+            for index, step in enumerate(self.steps):
+                step(env)
         except GraphcError as e:
             raise e.located(self.nodes[index].location()) from None
         except (ValueError, TypeError, ArithmeticError, IndexError, MemoryError) as e:
             node = self.nodes[index]
             raise GraphcError(f"kernel {node.op!r} failed at node {index}: {e}", node.location()) from e
-        for name, s in self.update_slots.items():
-            target = state[name]
+        for s, target in self.copy_back:
             if env[s] is not target:
                 target[...] = env[s]
         return [env[s] for s in self.output_slots]

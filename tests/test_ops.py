@@ -103,9 +103,9 @@ def test_table_entries_are_varied(op):
 
 @pytest.mark.parametrize("op, sample", CASES)
 def test_grad_flag_is_consistent(op, sample):
-    """``grad=True`` needs a floating-point input to perturb and floating-point outputs."""
+    """``grad=True`` needs a floating-point input to perturb and floating-point outputs
+    (random ops qualify: gradient checks replay the plan's RNG state for every evaluation)."""
     if sample.grad:
-        assert REGISTRY[op].effects == "pure"
         assert any(a.dtype.kind == "f" for a in sample.inputs)
         assert all(t.dtype.is_float for t in expected_types(op, sample))
 
