@@ -20,6 +20,7 @@ from .creation import (abs, cat, concat, exp, from_numpy, full, log, matmul, max
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
 from . import data, optim  # noqa: E402
+from . import viz  # noqa: E402
 from .executor import Plan  # noqa: E402
 
 __version__ = "0.1.0"
@@ -28,5 +29,5 @@ __all__ = [
     "DType", "DeviceError", "GraphcError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
     "VerifyError", "abs", "bool_", "cat", "compile", "concat", "data", "exp", "export", "float16", "float32", "float64",
     "from_numpy", "full", "int64", "load", "log", "manual_seed", "optim", "matmul", "maximum", "minimum", "nn", "ones", "rand",
-    "randn", "relu", "sigmoid", "sqrt", "tanh", "tensor", "trace", "where", "zeros",
+    "randn", "relu", "sigmoid", "sqrt", "tanh", "tensor", "trace", "viz", "where", "zeros",
 ]

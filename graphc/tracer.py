@@ -65,6 +65,7 @@ class Tracer:
             role = "buffer" if name in buffers else "param"
             value = Value(name, TensorType(tensor.data.shape, DType.from_any(tensor.data.dtype)))
             self.graph.add_state(value, role)
+            self.builder.reserve(name)
             self.values[id(tensor)] = value
             self.state_arrays[name] = tensor.data
 
@@ -76,6 +77,7 @@ class Tracer:
         if batch:
             shape = (BATCH,) + shape[1:]
         value = self.graph.add_input(Value(self.graph.unique_name(name), TensorType(shape, DType.from_any(array.dtype))))
+        self.builder.reserve(value.name)
         return Tensor(_value=value, _tracer=self)
 
     def example_shape(self, ttype: TensorType) -> tuple:

@@ -28,10 +28,19 @@ class Builder:
         self.graph = graph
         self.meta = dict(meta or {})
         self._counter = _next_free_number(graph)
+        self._taken = graph.value_names()
+
+    def reserve(self, name: str) -> None:
+        """Note a name added to the graph behind the builder's back (inputs, state)."""
+        self._taken.add(name)
 
     def fresh_name(self) -> str:
         name = str(self._counter)
         self._counter += 1
+        while name in self._taken:
+            name = str(self._counter)
+            self._counter += 1
+        self._taken.add(name)
         return name
 
     def emit(self, op: str, inputs: list, attrs: dict | None = None, meta: dict | None = None) -> list:
@@ -52,10 +61,9 @@ class Builder:
         arr = np.asarray(data, dtype=(dtype.numpy if dtype else None))
         if arr.dtype == np.float64 and dtype is None:
             raise GraphcError("constant dtype must be given for float data")
-        value = Value(f"c{len(self.graph.constants)}", TensorType(arr.shape, DType.from_any(arr.dtype)))
-        while value.name in self.graph.constants:
-            value.name += "_"
-        return self.graph.add_constant(value, arr)
+        name = self.graph.unique_name(f"c{len(self.graph.constants)}", self._taken)
+        self._taken.add(name)
+        return self.graph.add_constant(Value(name, TensorType(arr.shape, DType.from_any(arr.dtype))), arr)
 
 
 def _next_free_number(graph: Graph) -> int:

@@ -116,9 +116,14 @@ class Graph:
         g.meta = {k: (list(v) if isinstance(v, list) else v) for k, v in self.meta.items()}
         return g
 
-    def unique_name(self, base: str) -> str:
-        """``base``, or ``base_1``, ``base_2``... if a leaf value already has that name."""
-        taken = {v.name for v in self.leaf_values()}
+    def value_names(self) -> set:
+        """Every name in use: inputs, state, constants and node outputs."""
+        return {v.name for v in self.leaf_values()} | {v.name for n in self.nodes for v in n.outputs}
+
+    def unique_name(self, base: str, taken: set | None = None) -> str:
+        """``base``, or ``base_1``, ``base_2``... if a value already has that name
+        (pass ``taken``, e.g. from :meth:`value_names`, to avoid rescanning)."""
+        taken = self.value_names() if taken is None else taken
         name, k = base, 0
         while name in taken:
             k += 1

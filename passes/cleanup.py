@@ -75,6 +75,7 @@ def fold_constants(graph: Graph, evaluate) -> Graph:
     out = graph.copy()
     out.nodes = []
     mapping: dict[int, Value] = {}
+    taken = graph.value_names()
     for node in graph.nodes:
         inputs = [mapping.get(id(v), v) for v in node.inputs]
         foldable = (inputs and get_op(node.op).effects == "pure"
@@ -86,14 +87,9 @@ def fold_constants(graph: Graph, evaluate) -> Graph:
             continue
         results = evaluate(node, [out.constant_data[v.name] for v in inputs])
         for value, data in zip(node.outputs, results):
-            folded = Value(_fresh_constant_name(out), value.type)
+            name = out.unique_name(f"c{len(out.constants)}", taken)
+            taken.add(name)
+            folded = Value(name, value.type)
             out.add_constant(folded, np.asarray(data, dtype=value.type.dtype.numpy))
             mapping[id(value)] = folded
     return dce(substitute(out, mapping))
-
-
-def _fresh_constant_name(graph: Graph) -> str:
-    index = len(graph.constants)
-    while f"c{index}" in graph.constants:
-        index += 1
-    return f"c{index}"

@@ -49,7 +49,7 @@ def fold_bn(graph: Graph) -> Graph:
             x = bn.inputs[0]
             bshape = (1, -1) + (1,) * (x.type.rank - 2)
             dtype = x.type.dtype.numpy
-            scaled = Value(f"{bn.outputs[0].name}.scaled", x.type)
+            scaled = Value(out.unique_name(f"{bn.outputs[0].name}.scaled"), x.type)
             replaced[id(bn)] = [
                 Node("mul", [x, _add(out, scale.reshape(bshape).astype(dtype))], [scaled], {}, meta),
                 Node("add", [scaled, _add(out, shift.reshape(bshape).astype(dtype))], list(bn.outputs), {}, meta)]
@@ -68,7 +68,5 @@ def _const(graph: Graph, value: Value) -> bool:
 def _add(graph: Graph, data: np.ndarray) -> Value:
     from ..ir.types import DType, TensorType
 
-    index = len(graph.constants)
-    while f"c{index}" in graph.constants:
-        index += 1
-    return graph.add_constant(Value(f"c{index}", TensorType(data.shape, DType.from_any(data.dtype))), data)
+    name = graph.unique_name(f"c{len(graph.constants)}")
+    return graph.add_constant(Value(name, TensorType(data.shape, DType.from_any(data.dtype))), data)

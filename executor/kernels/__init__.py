@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from . import conv, elementwise, fused, norm, pool, reduce, shape
+from .base import writes_out
 
 
 class KernelSpec(NamedTuple):
@@ -30,6 +31,9 @@ def _cast_inputs_to_output(factory):
             return factory(xp, spec)
         run = factory(xp, spec._replace(in_types=tuple(t.with_dtype(want) for t in spec.in_types)))
         dtype = want.numpy
+        if getattr(run, "writes_out", False):
+            return writes_out(lambda *arrays, out=None: run(*(a.astype(dtype) if f else a
+                                                              for a, f in zip(arrays, flags)), out=out))
         return lambda *arrays: run(*(a.astype(dtype) if f else a for a, f in zip(arrays, flags)))
     return make
 

@@ -1,20 +1,27 @@
-"""GEMM kernels: matmul, linear and conv2d (im2col through stride tricks, then batched GEMM)."""
+"""GEMM kernels: matmul, linear and conv2d with its two gradients.
+
+Convolution is im2col through stride tricks plus GEMM, never a loop over pixels. Each
+kernel keeps its padded-input and column workspaces from one step to the next, so a step
+does not allocate them again; outputs go straight into the planner's buffers.
+"""
 from __future__ import annotations
+
+from .base import writes_out
 
 
 def _matmul(xp, spec):
-    return xp.matmul
+    return writes_out(lambda a, b, out=None: xp.matmul(a, b, out=out))
 
 
 def _linear(xp, spec):
-    if len(spec.in_types) == 2:
-        return lambda x, w: xp.matmul(x, w.T)
+    has_bias = len(spec.in_types) == 3
 
-    def run(x, w, b):
-        out = xp.matmul(x, w.T)
-        out += b
+    def run(x, w, b=None, out=None):
+        out = xp.matmul(x, w.T, out=out)
+        if has_bias:
+            out += b
         return out
-    return run
+    return writes_out(run)
 
 
 def im2col(xp, x, kernel, stride, dilation, out_hw):
@@ -27,6 +34,7 @@ def im2col(xp, x, kernel, stride, dilation, out_hw):
 
 
 def pad_spatial(xp, x, padding, value=0.0):
+    """A padded copy of ``x`` (or ``x`` itself without padding)."""
     ph, pw = padding
     if not (ph or pw):
         return x
@@ -36,64 +44,103 @@ def pad_spatial(xp, x, padding, value=0.0):
     return out
 
 
-def _conv2d(xp, spec):
-    n, c, _, _ = spec.in_types[0].shape
-    o, cg, kh, kw = spec.in_types[1].shape
-    _, _, oh, ow = spec.out_types[0].shape
-    groups = spec.attrs["groups"]
-    stride, padding, dilation = spec.attrs["stride"], spec.attrs["padding"], spec.attrs["dilation"]
-    has_bias = len(spec.in_types) == 3
-    cols_shape = (n, groups, cg * kh * kw, oh * ow)
-    w_shape = (groups, o // groups, cg * kh * kw)
+class Padder:
+    """Copies inputs into a persistent zero-bordered buffer (the border is written once)."""
 
-    def run(x, w, b=None):
-        windows = im2col(xp, pad_spatial(xp, x, padding), (kh, kw), stride, dilation, (oh, ow))
-        cols = windows.reshape(cols_shape)  # copies: one GEMM operand per (image, group)
-        out = xp.matmul(w.reshape(w_shape), cols).reshape(n, o, oh, ow)
+    def __init__(self, xp, shape, padding, dtype):
+        n, c, h, w = shape
+        self.ph, self.pw = padding
+        self.h, self.w = h, w
+        self.buf = xp.zeros((n, c, h + 2 * self.ph, w + 2 * self.pw), dtype=dtype) if any(padding) else None
+
+    def __call__(self, x):
+        if self.buf is None:
+            return x
+        self.buf[:, :, self.ph:self.ph + self.h, self.pw:self.pw + self.w] = x
+        return self.buf
+
+
+class _ConvGeometry:
+    def __init__(self, spec, x_type, w_type, y_type):
+        self.n, self.c, self.h, self.w = x_type.shape
+        self.o, self.cg, self.kh, self.kw = w_type.shape
+        self.oh, self.ow = y_type.shape[2:]
+        self.groups = spec.attrs["groups"]
+        self.stride, self.padding, self.dilation = spec.attrs["stride"], spec.attrs["padding"], spec.attrs["dilation"]
+        self.k = self.cg * self.kh * self.kw
+        self.l = self.oh * self.ow
+        self.dtype = y_type.dtype.numpy
+
+    def windows(self, xp, padded):
+        return im2col(xp, padded, (self.kh, self.kw), self.stride, self.dilation, (self.oh, self.ow))
+
+
+def _conv2d(xp, spec):
+    geo = _ConvGeometry(spec, spec.in_types[0], spec.in_types[1], spec.out_types[0])
+    n, o, g, k, l = geo.n, geo.o, geo.groups, geo.k, geo.l
+    has_bias = len(spec.in_types) == 3
+    pad = Padder(xp, spec.in_types[0].shape, geo.padding, geo.dtype)
+    cols = xp.empty((n, g, k, l), dtype=geo.dtype)  # one GEMM operand per (image, group)
+    cols_view = cols.reshape(n, geo.c, geo.kh, geo.kw, geo.oh, geo.ow)
+
+    def run(x, w, b=None, out=None):
+        xp.copyto(cols_view, geo.windows(xp, pad(x)))
+        if out is None:
+            out = xp.empty((n, o, geo.oh, geo.ow), dtype=geo.dtype)
+        xp.matmul(w.reshape(g, o // g, k), cols, out=out.reshape(n, g, o // g, l))
         if has_bias:
             out += b.reshape(1, o, 1, 1)
         return out
-    return run
+    return writes_out(run)
 
 
 def _conv2d_grad_input(xp, spec):
-    """Per kernel offset: one batched GEMM, then a strided slice-add into the padded input."""
-    n, o, oh, ow = spec.in_types[0].shape
-    _, cg, kh, kw = spec.in_types[1].shape
-    _, c, h, w = spec.out_types[0].shape
-    groups = spec.attrs["groups"]
-    (sh, sw), (ph, pw), (dh, dw) = spec.attrs["stride"], spec.attrs["padding"], spec.attrs["dilation"]
-    dtype = spec.out_types[0].dtype.numpy
+    """Per kernel offset: one GEMM into a reused buffer, then a strided slice-add."""
+    geo = _ConvGeometry(spec, spec.out_types[0], spec.in_types[1], spec.in_types[0])
+    n, c, o, g, l = geo.n, geo.c, geo.o, geo.groups, geo.l
+    (sh, sw), (ph, pw), (dh, dw) = geo.stride, geo.padding, geo.dilation
+    oh, ow = geo.oh, geo.ow
+    gx = xp.zeros((n, c, geo.h + 2 * ph, geo.w + 2 * pw), dtype=geo.dtype)
+    g_t = xp.empty((g, o // g, n, l), dtype=geo.dtype)  # the cotangent with images next to pixels
+    part = xp.empty((g, geo.cg, n, l), dtype=geo.dtype)
+    part_view = part.reshape(c, n, oh, ow).transpose(1, 0, 2, 3)
 
-    def run(g, weight):
-        gg = g.reshape(n, groups, o // groups, oh * ow)
-        wt = weight.reshape(groups, o // groups, cg, kh, kw)
-        gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
-        for i in range(kh):
-            for j in range(kw):
-                part = xp.matmul(wt[:, :, :, i, j].transpose(0, 2, 1), gg).reshape(n, c, oh, ow)
-                gx[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += part
-        return gx[:, :, ph:ph + h, pw:pw + w]
-    return run
+    def run(grad, weight, out=None):
+        xp.copyto(g_t, grad.reshape(n, g, o // g, l).transpose(1, 2, 0, 3))
+        wt = weight.reshape(g, o // g, geo.cg, geo.kh, geo.kw)
+        gx.fill(0)
+        for i in range(geo.kh):
+            for j in range(geo.kw):
+                xp.matmul(wt[:, :, :, i, j].transpose(0, 2, 1), g_t.reshape(g, o // g, n * l),
+                          out=part.reshape(g, geo.cg, n * l))
+                gx[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += part_view
+        inner = gx[:, :, ph:ph + geo.h, pw:pw + geo.w]
+        if out is None:
+            return inner.copy()
+        xp.copyto(out, inner)
+        return out
+    return writes_out(run)
 
 
 def _conv2d_grad_weight(xp, spec):
-    n, o, oh, ow = spec.in_types[0].shape
-    _, c, _, _ = spec.in_types[1].shape
-    o, cg, kh, kw = spec.out_types[0].shape
-    groups = spec.attrs["groups"]
-    stride, padding, dilation = spec.attrs["stride"], spec.attrs["padding"], spec.attrs["dilation"]
-    k = cg * kh * kw
+    """One GEMM per group over all images and pixels: g (O, N*L) @ cols (K, N*L)^T."""
+    geo = _ConvGeometry(spec, spec.in_types[1], spec.out_types[0], spec.in_types[0])
+    n, o, g, k, l = geo.n, geo.o, geo.groups, geo.k, geo.l
+    pad = Padder(xp, spec.in_types[1].shape, geo.padding, geo.dtype)
+    cols = xp.empty((g, k, n, l), dtype=geo.dtype)
+    cols_view = cols.reshape(g, geo.cg, geo.kh, geo.kw, n, geo.oh, geo.ow)
+    g_t = xp.empty((g, o // g, n, l), dtype=geo.dtype)
 
-    def run(g, x):
-        windows = im2col(xp, pad_spatial(xp, x, padding), (kh, kw), stride, dilation, (oh, ow))
-        cols = windows.reshape(n, groups, k, oh * ow)
-        gg = g.reshape(n, groups, o // groups, oh * ow)
-        # sum over images of g_n @ cols_n^T, as one GEMM per group over (images x pixels)
-        gw = xp.matmul(gg.transpose(1, 2, 0, 3).reshape(groups, o // groups, n * oh * ow),
-                       cols.transpose(1, 0, 3, 2).reshape(groups, n * oh * ow, k))
-        return gw.reshape(o, cg, kh, kw)
-    return run
+    def run(grad, x, out=None):
+        windows = geo.windows(xp, pad(x)).reshape(n, g, geo.cg, geo.kh, geo.kw, geo.oh, geo.ow)
+        xp.copyto(cols_view, windows.transpose(1, 2, 3, 4, 0, 5, 6))
+        xp.copyto(g_t, grad.reshape(n, g, o // g, l).transpose(1, 2, 0, 3))
+        if out is None:
+            out = xp.empty(spec.out_types[0].shape, dtype=geo.dtype)
+        xp.matmul(g_t.reshape(g, o // g, n * l), cols.reshape(g, k, n * l).transpose(0, 2, 1),
+                  out=out.reshape(g, o // g, k))
+        return out
+    return writes_out(run)
 
 
 KERNELS = {"matmul": _matmul, "linear": _linear, "conv2d": _conv2d, "conv2d_grad_input": _conv2d_grad_input,

@@ -1,62 +1,68 @@
-"""Elementwise kernels (unary, binary with broadcasting, comparisons, where, cast)."""
+"""Elementwise kernels: unary math, binary ops with broadcasting, comparisons, where, cast,
+and the activation backwards. Ufunc kernels write into the planner's ``out`` buffers."""
 from __future__ import annotations
 
 from ...ir.types import promote
+from .base import writes_out
 
 
-def _casting(xp, spec, dtype=None):
-    """Return a function making inputs the compute dtype (numpy would widen int64+f32 to f64)."""
+def _casting(spec, dtype=None):
+    """Flags of inputs that need casting to the compute dtype (numpy would widen int64+f32
+    to f64, graphc's rule gives f32); None when all inputs already have it."""
     want = (dtype or spec.out_types[0].dtype).numpy
     flags = tuple(t.dtype.numpy != want for t in spec.in_types)
-    if not any(flags):
-        return None
-    return lambda arrays: [a.astype(want) if f else a for a, f in zip(arrays, flags)]
+    return (want, flags) if any(flags) else None
 
 
-def _unary(fn):
-    def factory(xp, spec):
-        f = fn(xp)
-        return f
-    return factory
+def _ufunc_kernel(ufunc, spec, dtype=None):
+    cast = _casting(spec, dtype)
+    if cast is None:
+        if len(spec.in_types) == 1:
+            return writes_out(lambda x, out=None: ufunc(x, out=out))
+        return writes_out(lambda a, b, out=None: ufunc(a, b, out=out))
+    want, flags = cast
+    return writes_out(lambda *arrays, out=None: ufunc(*(a.astype(want) if f else a for a, f in zip(arrays, flags)),
+                                                      out=out))
 
 
-def _sigmoid(xp):
+def _ufunc(name):
+    return lambda xp, spec: _ufunc_kernel(getattr(xp, name), spec)
+
+
+def _relu(xp, spec):
+    return writes_out(lambda x, out=None: xp.maximum(x, 0, out=out))
+
+
+def _sigmoid(xp, spec):
     # 0.5 * (1 + tanh(x / 2)) is exact sigmoid without exp overflow for large |x|.
-    def run(x):
-        y = xp.tanh(x * 0.5)
-        y += 1
-        y *= 0.5
-        return y
-    return run
+    def run(x, out=None):
+        y = xp.multiply(x, 0.5, out=out)
+        y = xp.tanh(y, out=y if out is not None else None)
+        y = xp.add(y, 1, out=out)
+        return xp.multiply(y, 0.5, out=out)
+    return writes_out(run)
 
 
-def _rsqrt(xp):
-    return lambda x: xp.reciprocal(xp.sqrt(x))
+def _rsqrt(xp, spec):
+    def run(x, out=None):
+        y = xp.sqrt(x, out=out)
+        return xp.reciprocal(y, out=out)
+    return writes_out(run)
 
 
 def _leaky_relu(xp, spec):
-    slope = spec.attrs["negative_slope"]
-    dtype = spec.out_types[0].dtype.numpy
-    return lambda x: xp.where(x > 0, x, x * dtype.type(slope))
+    slope = spec.out_types[0].dtype.numpy.type(spec.attrs["negative_slope"])
+    pick = xp.maximum if slope <= 1 else xp.minimum  # leaky(x) = max(x, slope * x) for slope <= 1
 
-
-def _binary(name):
-    def factory(xp, spec):
-        ufunc = getattr(xp, name)
-        cast = _casting(xp, spec)
-        if cast is None:
-            return ufunc
-        return lambda a, b: ufunc(*cast([a, b]))
-    return factory
+    def run(x, out=None):
+        y = xp.multiply(x, slope, out=out)
+        return pick(x, y, out=out)
+    return writes_out(run)
 
 
 def _compare(name):
     def factory(xp, spec):
-        ufunc = getattr(xp, name)
-        cast = _casting(xp, spec, promote(spec.in_types[0].dtype, spec.in_types[1].dtype))
-        if cast is None:
-            return ufunc
-        return lambda a, b: ufunc(*cast([a, b]))
+        return _ufunc_kernel(getattr(xp, name), spec, promote(spec.in_types[0].dtype, spec.in_types[1].dtype))
     return factory
 
 
@@ -70,68 +76,47 @@ def _where(xp, spec):
 
 def _cast(xp, spec):
     dtype = spec.out_types[0].dtype.numpy
-    return lambda x: x.astype(dtype)
 
-
-def _div(xp, spec):
-    cast = _casting(xp, spec)
-    if cast is None:
-        return xp.true_divide
-    return lambda a, b: xp.true_divide(*cast([a, b]))
+    def run(x, out=None):
+        if out is None:
+            return x.astype(dtype)
+        xp.copyto(out, x, casting="unsafe")
+        return out
+    return writes_out(run)
 
 
 def _relu_grad(xp, spec):
-    return lambda g, y: g * (y > 0)
+    def run(g, y, out=None):
+        mask = xp.heaviside(y, 0, out=out)  # 1 where y > 0, else 0: no boolean temporary
+        return xp.multiply(mask, g, out=mask)
+    return writes_out(run)
 
 
 def _sigmoid_grad(xp, spec):
-    def run(g, y):
-        out = 1 - y
-        out *= y
-        out *= g
-        return out
-    return run
+    def run(g, y, out=None):
+        r = xp.subtract(1, y, out=out)
+        r = xp.multiply(r, y, out=r)
+        return xp.multiply(r, g, out=r)
+    return writes_out(run)
 
 
 def _tanh_grad(xp, spec):
-    def run(g, y):
-        out = y * y
-        xp.subtract(1, out, out=out)
-        out *= g
-        return out
-    return run
+    def run(g, y, out=None):
+        r = xp.multiply(y, y, out=out)
+        r = xp.subtract(1, r, out=r)
+        return xp.multiply(r, g, out=r)
+    return writes_out(run)
 
 
 KERNELS = {
-    "relu_grad": _relu_grad,
-    "sigmoid_grad": _sigmoid_grad,
-    "tanh_grad": _tanh_grad,
-    "neg": _unary(lambda xp: xp.negative),
-    "abs": _unary(lambda xp: xp.abs),
-    "sign": _unary(lambda xp: xp.sign),
-    "relu": _unary(lambda xp: (lambda x: xp.maximum(x, 0))),
-    "exp": _unary(lambda xp: xp.exp),
-    "log": _unary(lambda xp: xp.log),
-    "log1p": _unary(lambda xp: xp.log1p),
-    "sqrt": _unary(lambda xp: xp.sqrt),
-    "rsqrt": _unary(_rsqrt),
-    "tanh": _unary(lambda xp: xp.tanh),
-    "sigmoid": _unary(_sigmoid),
-    "logical_not": _unary(lambda xp: xp.logical_not),
+    "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _ufunc("sign"), "exp": _ufunc("exp"),
+    "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
+    "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
     "leaky_relu": _leaky_relu,
-    "add": _binary("add"),
-    "sub": _binary("subtract"),
-    "mul": _binary("multiply"),
-    "div": _div,
-    "pow": _binary("power"),
-    "maximum": _binary("maximum"),
-    "minimum": _binary("minimum"),
-    "eq": _compare("equal"),
-    "ne": _compare("not_equal"),
-    "lt": _compare("less"),
-    "le": _compare("less_equal"),
-    "gt": _compare("greater"),
-    "ge": _compare("greater_equal"),
-    "where": _where,
-    "cast": _cast,
+    "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"), "div": _ufunc("true_divide"),
+    "pow": _ufunc("power"), "maximum": _ufunc("maximum"), "minimum": _ufunc("minimum"),
+    "eq": _compare("equal"), "ne": _compare("not_equal"), "lt": _compare("less"), "le": _compare("less_equal"),
+    "gt": _compare("greater"), "ge": _compare("greater_equal"),
+    "where": _where, "cast": _cast,
+    "relu_grad": _relu_grad, "sigmoid_grad": _sigmoid_grad, "tanh_grad": _tanh_grad,
 }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...ir.errors import GraphcError
+from .base import writes_out
 
 
 def _reduce(method):
@@ -11,8 +12,8 @@ def _reduce(method):
         keepdim = spec.attrs["keepdim"]
         dtype = spec.out_types[0].dtype.numpy
         if method == "max":
-            return lambda x: x.max(axis=axes, keepdims=keepdim)
-        return lambda x: getattr(x, method)(axis=axes, keepdims=keepdim, dtype=dtype)
+            return writes_out(lambda x, out=None: x.max(axis=axes, keepdims=keepdim, out=out))
+        return writes_out(lambda x, out=None: getattr(x, method)(axis=axes, keepdims=keepdim, dtype=dtype, out=out))
     return factory
 
 
@@ -44,10 +45,17 @@ def _reduce_grad(xp, spec):
     count = 1
     for a in axes:
         count *= shape[a]
-    if spec.attrs["mean"]:
-        scale = spec.out_types[0].dtype.numpy.type(1.0 / max(count, 1))
-        return lambda g: xp.broadcast_to(g.reshape(keep) * scale, shape)
-    return lambda g: xp.broadcast_to(g.reshape(keep), shape)
+    scale = spec.out_types[0].dtype.numpy.type(1.0 / max(count, 1)) if spec.attrs["mean"] else None
+
+    def run(g, out=None):
+        g = xp.broadcast_to(g.reshape(keep), shape)
+        if out is None:
+            out = xp.empty(shape, dtype=g.dtype)
+        if scale is None:
+            xp.copyto(out, g)
+            return out
+        return xp.multiply(g, scale, out=out)
+    return writes_out(run)
 
 
 KERNELS = {"reduce_grad": _reduce_grad, "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,

@@ -2,42 +2,48 @@
 concat, slice, full."""
 from __future__ import annotations
 
+from .base import view_of, writes_out
+
 
 def _reshape(xp, spec):
     shape = spec.out_types[0].shape
-    return lambda x: x.reshape(shape)
+    return view_of(0, lambda x: x.reshape(shape))
 
 
 def _permute(xp, spec):
     perm = tuple(p % spec.in_types[0].rank for p in spec.attrs["perm"])
-    return lambda x: x.transpose(perm)
+    return view_of(0, lambda x: x.transpose(perm))
 
 
 def _broadcast_to(xp, spec):
     shape = spec.out_types[0].shape
-    return lambda x: xp.broadcast_to(x, shape)
+    return view_of(0, lambda x: xp.broadcast_to(x, shape))
 
 
 def _concat(xp, spec):
     axis = spec.attrs["dim"] % spec.in_types[0].rank
     dtype = spec.out_types[0].dtype.numpy
-    return lambda *xs: xp.concatenate([x.astype(dtype, copy=False) for x in xs], axis=axis)
+    return writes_out(lambda *xs, out=None: xp.concatenate([x.astype(dtype, copy=False) for x in xs], axis=axis,
+                                                            out=out))
 
 
 def _slice(xp, spec):
     index = _index_of(spec)
-    return lambda x: x[index]
+    return view_of(0, lambda x: x[index])
 
 
 def _slice_grad(xp, spec):
     index = _index_of(spec)
     t = spec.out_types[0]
 
-    def run(g):
-        out = xp.zeros(t.shape, dtype=t.dtype.numpy)
+    def run(g, out=None):
+        if out is None:
+            out = xp.zeros(t.shape, dtype=t.dtype.numpy)
+        else:
+            out.fill(0)
         out[index] = g
         return out
-    return run
+    return writes_out(run)
 
 
 def _index_of(spec):
