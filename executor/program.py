@@ -74,8 +74,8 @@ class Program:
             for v in node.inputs:
                 last_read[root[slot[id(v)]]] = i
         returned = {root[s] for s in self.output_slots}
-        for s in returned:
-            last_read[s] = n
+        for s in returned | {root[slot[id(v)]] for v in graph.updates.values()}:
+            last_read[s] = n  # read after the last step: by the caller, or by the copy into state
         state_slots = {slot[id(v)]: name for name, v in graph.state.items()}
         # elementwise updates write straight into the state array once nothing reads the old value
         self.copy_back = []

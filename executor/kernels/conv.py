@@ -33,25 +33,14 @@ def im2col(xp, x, kernel, stride, dilation, out_hw):
         strides=(s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw))
 
 
-def pad_spatial(xp, x, padding, value=0.0):
-    """A padded copy of ``x`` (or ``x`` itself without padding)."""
-    ph, pw = padding
-    if not (ph or pw):
-        return x
-    n, c, h, w = x.shape
-    out = xp.full((n, c, h + 2 * ph, w + 2 * pw), value, dtype=x.dtype)
-    out[:, :, ph:ph + h, pw:pw + w] = x
-    return out
-
-
 class Padder:
-    """Copies inputs into a persistent zero-bordered buffer (the border is written once)."""
+    """Copies inputs into a persistent buffer whose border (zeros, or ``fill``) is written once."""
 
-    def __init__(self, xp, shape, padding, dtype):
+    def __init__(self, xp, shape, padding, dtype, fill=0.0):
         n, c, h, w = shape
         self.ph, self.pw = padding
         self.h, self.w = h, w
-        self.buf = xp.zeros((n, c, h + 2 * self.ph, w + 2 * self.pw), dtype=dtype) if any(padding) else None
+        self.buf = xp.full((n, c, h + 2 * self.ph, w + 2 * self.pw), fill, dtype=dtype) if any(padding) else None
 
     def __call__(self, x):
         if self.buf is None:

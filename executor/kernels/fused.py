@@ -1,64 +1,59 @@
 """Kernels of the fused ops: linear_relu, conv_bn (eval), conv_bn_train and its backward."""
 from __future__ import annotations
 
+from .base import writes_out
 from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight
-from .norm import _batch_norm_train, _batch_norm_train_grad, channel_layout
+from .norm import _batch_norm_train, _batch_norm_train_grad, _outs, channel_layout
 
 
 def _linear_relu(xp, spec):
     has_bias = len(spec.in_types) == 3
 
-    def run(x, w, b=None):
-        out = xp.matmul(x, w.T)
+    def run(x, w, b=None, out=None):
+        out = xp.matmul(x, w.T, out=out)
         if has_bias:
             out += b
         return xp.maximum(out, 0, out=out)
-    return run
+    return writes_out(run)
 
 
 def _sub_spec(spec, in_types, out_types, **attrs):
     return spec._replace(attrs={**spec.attrs, **attrs}, in_types=tuple(in_types), out_types=tuple(out_types))
 
 
-def _conv_part(xp, spec, with_bias: bool):
-    conv_types = spec.in_types[:-4] if with_bias else spec.in_types[:2]
-    return _conv2d(xp, _sub_spec(spec, conv_types, spec.out_types[:1]))
-
-
 def _conv_bn(xp, spec):
-    conv = _conv_part(xp, spec, with_bias=False)
+    conv = _conv2d(xp, _sub_spec(spec, spec.in_types[:2], spec.out_types[:1]))
     has_bias = len(spec.in_types) == 7
     _, bshape = channel_layout(spec.out_types[0].shape)
     eps, relu = spec.attrs["eps"], spec.attrs["relu"]
 
-    def run(x, w, *rest):
-        bias = rest[0] if has_bias else None
+    def run(x, w, *rest, out=None):
         gamma, beta, mean, var = rest[-4:]
         scale = gamma / xp.sqrt(var + eps)
         shift = beta - mean * scale
-        if bias is not None:
-            shift = shift + bias * scale
-        out = conv(x, w)
+        if has_bias:
+            shift = shift + rest[0] * scale
+        out = conv(x, w, out=out)
         out *= scale.reshape(bshape)
         out += shift.reshape(bshape)
         return xp.maximum(out, 0, out=out) if relu else out
-    return run
+    return writes_out(run)
 
 
 def _conv_bn_train(xp, spec):
-    conv = _conv_part(xp, spec, with_bias=len(spec.in_types) == 7)
-    out_t = spec.out_types[0]
-    stat_t = spec.out_types[2]
+    out_t, stat_t = spec.out_types[0], spec.out_types[2]
+    conv = _conv2d(xp, _sub_spec(spec, spec.in_types[:-4], [out_t]))
     bn = _batch_norm_train(xp, _sub_spec(spec, [out_t, stat_t, stat_t, stat_t, stat_t], [out_t] + [stat_t] * 4))
     relu = spec.attrs["relu"]
 
-    def run(x, w, *rest):
-        conv_out = conv(x, w, *rest[:-4])
-        y, mean, invstd, new_mean, new_var = bn(conv_out, *rest[-4:])
+    def run(x, w, *rest, out=None):
+        y, conv_out, mean, invstd, new_mean, new_var = _outs(xp, spec, out)
+        conv(x, w, *rest[:-4], out=conv_out)
+        bn(conv_out, *rest[-4:], out=(y, mean, invstd, new_mean, new_var))
         if relu:
             xp.maximum(y, 0, out=y)
         return y, conv_out, mean, invstd, new_mean, new_var
-    return run
+    return writes_out(run)
 
 
 def _conv_bn_train_grad(xp, spec):
@@ -69,19 +64,27 @@ def _conv_bn_train_grad(xp, spec):
     grad_w = _conv2d_grad_weight(xp, _sub_spec(spec, [conv_t, x_t], [w_t]))
     grad_x = _conv2d_grad_input(xp, _sub_spec(spec, [conv_t, w_t], [x_t])) if a["input_grad"] else None
     relu, has_bias = a["relu"], a["has_bias"]
+    dtype = conv_t.dtype.numpy
+    masked = xp.empty(conv_t.shape, dtype=dtype)
+    g_conv = xp.empty(conv_t.shape, dtype=dtype)
 
-    def run(g, x, w, conv_out, y, gamma, mean, invstd):
+    def run(g, x, w, conv_out, y, gamma, mean, invstd, out=None):
+        outs = list(_outs(xp, spec, out))
         if relu:
-            g = g * (y > 0)
-        g_conv, g_gamma, g_beta = bn_grad(g, conv_out, gamma, mean, invstd)
-        outs = [grad_x(g_conv, w)] if grad_x is not None else []
-        outs.append(grad_w(g_conv, x))
+            xp.heaviside(y, 0, out=masked)
+            g = xp.multiply(masked, g, out=masked)
+        g_gamma, g_beta = outs[-2:]
+        bn_grad(g, conv_out, gamma, mean, invstd, out=(g_conv, g_gamma, g_beta))
+        k = 0
+        if grad_x is not None:
+            grad_x(g_conv, w, out=outs[0])
+            k = 1
+        grad_w(g_conv, x, out=outs[k])
         if has_bias:
-            outs.append(g_conv.sum(axis=(0, 2, 3)))
-        return tuple(outs) + (g_gamma, g_beta)
-    return run
+            g_conv.sum(axis=(0, 2, 3), out=outs[k + 1])
+        return tuple(outs)
+    return writes_out(run)
 
 
 KERNELS = {"linear_relu": _linear_relu, "conv_bn": _conv_bn, "conv_bn_train": _conv_bn_train,
            "conv_bn_train_grad": _conv_bn_train_grad}
-

@@ -1,8 +1,9 @@
-"""Normalisation and probability kernels: batch norm (eval and training), softmax,
-log_softmax, dropout."""
+"""Normalisation and probability kernels: batch norm (eval, training and its backward),
+softmax, log_softmax, dropout. Per-step scratch arrays are allocated once per kernel."""
 from __future__ import annotations
 
 from ...ir.errors import ShapeError
+from .base import writes_out
 
 
 def channel_layout(shape):
@@ -12,17 +13,23 @@ def channel_layout(shape):
     return axes, bshape
 
 
+def _outs(xp, spec, out):
+    if out is not None:
+        return out
+    return tuple(xp.empty(t.shape, dtype=t.dtype.numpy) for t in spec.out_types)
+
+
 def _batch_norm(xp, spec):
     _, bshape = channel_layout(spec.in_types[0].shape)
     eps = spec.attrs["eps"]
 
-    def run(x, w, b, mean, var):
+    def run(x, w, b, mean, var, out=None):
         scale = w / xp.sqrt(var + eps)
         shift = b - mean * scale
-        out = x * scale.reshape(bshape)
+        out = xp.multiply(x, scale.reshape(bshape), out=out)
         out += shift.reshape(bshape)
         return out
-    return run
+    return writes_out(run)
 
 
 def _batch_norm_train(xp, spec):
@@ -35,18 +42,25 @@ def _batch_norm_train(xp, spec):
     if count <= 1:
         raise ShapeError(f"batch_norm in training needs more than 1 value per channel, got input {list(shape)}")
     unbias = count / (count - 1)
+    dtype = spec.in_types[0].dtype.numpy
+    centered = xp.empty(shape, dtype=dtype)
+    squared = xp.empty(shape, dtype=dtype)
 
-    def run(x, w, b, running_mean, running_var):
-        mean = x.mean(axis=axes)
-        centered = x - mean.reshape(bshape)
-        var = xp.square(centered).mean(axis=axes)
-        invstd = 1.0 / xp.sqrt(var + eps)
-        out = centered * (invstd * w).reshape(bshape)
-        out += b.reshape(bshape)
-        new_mean = running_mean * (1 - momentum) + mean * momentum
-        new_var = running_var * (1 - momentum) + var * (momentum * unbias)
-        return out, mean, invstd.astype(x.dtype), new_mean, new_var.astype(x.dtype)
-    return run
+    def run(x, w, b, running_mean, running_var, out=None):
+        y, mean, invstd, new_mean, new_var = _outs(xp, spec, out)
+        x.mean(axis=axes, out=mean)
+        xp.subtract(x, mean.reshape(bshape), out=centered)
+        xp.multiply(centered, centered, out=squared)
+        var = squared.mean(axis=axes)
+        xp.add(var, eps, out=invstd)
+        xp.sqrt(invstd, out=invstd)
+        xp.reciprocal(invstd, out=invstd)
+        xp.multiply(centered, (invstd * w).reshape(bshape), out=y)
+        y += b.reshape(bshape)
+        xp.add(running_mean * (1 - momentum), mean * momentum, out=new_mean)
+        xp.add(running_var * (1 - momentum), var * (momentum * unbias), out=new_var)
+        return y, mean, invstd, new_mean, new_var
+    return writes_out(run)
 
 
 def _batch_norm_train_grad(xp, spec):
@@ -55,40 +69,52 @@ def _batch_norm_train_grad(xp, spec):
     count = 1
     for a in axes:
         count *= shape[a]
+    dtype = spec.in_types[1].dtype.numpy
+    xhat = xp.empty(shape, dtype=dtype)
+    scratch = xp.empty(shape, dtype=dtype)
 
-    def run(g, x, w, mean, invstd):
-        xhat = x - mean.reshape(bshape)
-        xhat *= invstd.reshape(bshape)
-        gb = g.sum(axis=axes)
-        gw = (g * xhat).sum(axis=axes)
+    def run(g, x, w, mean, invstd, out=None):
+        gx, gw, gb = _outs(xp, spec, out)
+        xp.subtract(x, mean.reshape(bshape), out=xhat)
+        xp.multiply(xhat, invstd.reshape(bshape), out=xhat)
+        g.sum(axis=axes, out=gb)
+        xp.multiply(g, xhat, out=scratch)
+        scratch.sum(axis=axes, out=gw)
         # dx = w * invstd / M * (M * g - sum(g) - xhat * sum(g * xhat))
-        xhat *= gw.reshape(bshape)
-        gx = g * count
+        xp.multiply(xhat, gw.reshape(bshape), out=scratch)
+        xp.multiply(g, count, out=gx)
         gx -= gb.reshape(bshape)
-        gx -= xhat
+        gx -= scratch
         gx *= (w * invstd / count).reshape(bshape)
         return gx, gw, gb
-    return run
+    return writes_out(run)
+
+
+def _softmax_axis(spec):
+    return spec.attrs["dim"] if spec.in_types[0].rank else None
 
 
 def _softmax(xp, spec):
-    axis = spec.attrs["dim"]
+    axis = _softmax_axis(spec)
 
-    def run(x):
-        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+    def run(x, out=None):
+        out = _outs(xp, spec, None)[0] if out is None else out
+        e = xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+        xp.exp(e, out=e)
         e /= e.sum(axis=axis, keepdims=True)
         return e
-    return run
+    return writes_out(run)
 
 
 def _log_softmax(xp, spec):
-    axis = spec.attrs["dim"]
+    axis = _softmax_axis(spec)
 
-    def run(x):
-        shifted = x - x.max(axis=axis, keepdims=True)
+    def run(x, out=None):
+        out = _outs(xp, spec, None)[0] if out is None else out
+        shifted = xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
         shifted -= xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
         return shifted
-    return run
+    return writes_out(run)
 
 
 def _dropout(xp, spec):
@@ -97,13 +123,18 @@ def _dropout(xp, spec):
     dtype = spec.in_types[0].dtype.numpy
     scale = dtype.type(1.0 / (1.0 - p))
     rng = spec.rng
+    draws = xp.empty(shape, dtype=dtype)
+    keep = xp.empty(shape, dtype=bool)
 
-    def run(x):
-        mask = (rng.random(shape, dtype=dtype) >= p).astype(dtype)
-        mask *= scale
-        return x * mask, mask
-    return run
+    def run(x, out=None):
+        y, mask = _outs(xp, spec, out)
+        rng.random(shape, dtype=dtype, out=draws)
+        xp.greater_equal(draws, p, out=keep)
+        xp.multiply(keep, scale, out=mask)
+        xp.multiply(x, mask, out=y)
+        return y, mask
+    return writes_out(run)
 
 
-KERNELS = {"batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "batch_norm_train_grad": _batch_norm_train_grad, "softmax": _softmax,
-           "log_softmax": _log_softmax, "dropout": _dropout}
+KERNELS = {"batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "batch_norm_train_grad": _batch_norm_train_grad,
+           "softmax": _softmax, "log_softmax": _log_softmax, "dropout": _dropout}

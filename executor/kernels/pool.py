@@ -1,10 +1,11 @@
 """Pooling kernels: a loop over the kernel's offsets (never over pixels) combining strided
-views with ``maximum``/``add``; adaptive average pooling as two small GEMMs."""
+views with ``maximum``/``add`` into the output; adaptive average pooling as two GEMMs."""
 from __future__ import annotations
 
 import numpy as np
 
-from .conv import pad_spatial
+from .base import writes_out
+from .conv import Padder
 
 
 def window_views(x, kernel, stride, dilation, out_hw):
@@ -15,44 +16,54 @@ def window_views(x, kernel, stride, dilation, out_hw):
             yield x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
 
 
+def _empty(xp, spec, out, index=0):
+    t = spec.out_types[index]
+    return xp.empty(t.shape, dtype=t.dtype.numpy) if out is None else out
+
+
 def _max_pool2d(xp, spec):
     a = spec.attrs
     out_hw = spec.out_types[0].shape[2:]
+    pad = Padder(xp, spec.in_types[0].shape, a["padding"], spec.in_types[0].dtype.numpy, fill=-np.inf)
 
-    def run(x):
-        xp_ = pad_spatial(xp, x, a["padding"], -np.inf)
-        views = window_views(xp_, a["kernel_size"], a["stride"], a["dilation"], out_hw)
-        out = next(views).copy()
+    def run(x, out=None):
+        out = _empty(xp, spec, out)
+        views = window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw)
+        xp.copyto(out, next(views))
         for v in views:
             xp.maximum(out, v, out=out)
         return out
-    return run
+    return writes_out(run)
+
+
+def _avg_divisor(xp, spec, in_shape, out_hw):
+    a = spec.attrs
+    kh, kw = a["kernel_size"]
+    dtype = spec.out_types[0].dtype.numpy
+    if a["count_include_pad"] or a["padding"] == (0, 0):
+        return dtype.type(kh * kw)
+    ones = Padder(xp, (1, 1) + tuple(in_shape[2:]), a["padding"], dtype)(xp.ones((1, 1) + tuple(in_shape[2:]), dtype))
+    divisor = xp.zeros((1, 1) + tuple(out_hw), dtype=dtype)
+    for v in window_views(ones, a["kernel_size"], a["stride"], (1, 1), out_hw):
+        divisor += v
+    return divisor  # count only real pixels
 
 
 def _avg_pool2d(xp, spec):
     a = spec.attrs
     out_hw = spec.out_types[0].shape[2:]
-    kh, kw = a["kernel_size"]
-    dtype = spec.out_types[0].dtype.numpy
-    if a["count_include_pad"] or a["padding"] == (0, 0):
-        divisor = dtype.type(kh * kw)
-    else:  # count only real pixels: pool a padded map of ones once, here
-        ones = xp.ones((1, 1) + spec.in_types[0].shape[2:], dtype=dtype)
-        divisor = _window_sum(xp, pad_spatial(xp, ones, a["padding"]), a, out_hw)
+    pad = Padder(xp, spec.in_types[0].shape, a["padding"], spec.in_types[0].dtype.numpy)
+    divisor = _avg_divisor(xp, spec, spec.in_types[0].shape, out_hw)
 
-    def run(x):
-        out = _window_sum(xp, pad_spatial(xp, x, a["padding"]), a, out_hw)
+    def run(x, out=None):
+        out = _empty(xp, spec, out)
+        views = window_views(pad(x), a["kernel_size"], a["stride"], (1, 1), out_hw)
+        xp.copyto(out, next(views))
+        for v in views:
+            out += v
         out /= divisor
         return out
-    return run
-
-
-def _window_sum(xp, x, a, out_hw):
-    views = window_views(x, a["kernel_size"], a["stride"], (1, 1), out_hw)
-    out = next(views).copy()
-    for v in views:
-        xp.add(out, v, out=out)
-    return out
+    return writes_out(run)
 
 
 def adaptive_pool_matrix(size: int, out: int) -> np.ndarray:
@@ -68,11 +79,11 @@ def _adaptive_avg_pool2d(xp, spec):
     h, w = spec.in_types[0].shape[2:]
     oh, ow = spec.attrs["output_size"]
     dtype = spec.out_types[0].dtype.numpy
+    if oh == 1 and ow == 1:
+        return writes_out(lambda x, out=None: x.mean(axis=(2, 3), keepdims=True, out=out))
     ph = xp.asarray(adaptive_pool_matrix(h, oh).astype(dtype))
     pwt = xp.asarray(adaptive_pool_matrix(w, ow).T.astype(dtype))
-    if oh == 1 and ow == 1:
-        return lambda x: x.mean(axis=(2, 3), keepdims=True)
-    return lambda x: xp.matmul(xp.matmul(ph, x), pwt)
+    return writes_out(lambda x, out=None: xp.matmul(xp.matmul(ph, x), pwt, out=out))
 
 
 def _max_pool2d_grad(xp, spec):
@@ -82,19 +93,35 @@ def _max_pool2d_grad(xp, spec):
     ph, pw = a["padding"]
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
+    pad = Padder(xp, spec.in_types[1].shape, a["padding"], dtype, fill=-np.inf)
+    gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
+    pending = xp.empty(spec.in_types[0].shape, dtype=bool)
+    hit = xp.empty(spec.in_types[0].shape, dtype=bool)
+    share = xp.empty(spec.in_types[0].shape, dtype=dtype)
 
-    def run(g, x, y):
-        xp_ = pad_spatial(xp, x, a["padding"], -np.inf)
-        gx = xp.zeros(xp_.shape, dtype=dtype)
-        pending = xp.ones(y.shape, dtype=bool)
-        views = zip(window_views(xp_, a["kernel_size"], a["stride"], a["dilation"], out_hw),
+    def run(g, x, y, out=None):
+        gx.fill(0)
+        pending.fill(True)
+        views = zip(window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw),
                     window_views(gx, a["kernel_size"], a["stride"], a["dilation"], out_hw))
         for xv, gv in views:
-            hit = (xv == y) & pending
-            gv += g * hit
-            pending &= ~hit
-        return gx[:, :, ph:ph + h, pw:pw + w]
-    return run
+            xp.equal(xv, y, out=hit)
+            xp.logical_and(hit, pending, out=hit)
+            xp.multiply(g, hit, out=share)
+            gv += share
+            xp.logical_xor(pending, hit, out=pending)  # hit implies pending: clears the winners
+        return _crop(xp, spec, gx, (ph, pw), out)
+    return writes_out(run)
+
+
+def _crop(xp, spec, padded, padding, out):
+    ph, pw = padding
+    h, w = spec.out_types[0].shape[2:]
+    inner = padded[:, :, ph:ph + h, pw:pw + w]
+    if out is None:
+        return inner.copy()
+    xp.copyto(out, inner)
+    return out
 
 
 def _avg_pool2d_grad(xp, spec):
@@ -103,20 +130,17 @@ def _avg_pool2d_grad(xp, spec):
     ph, pw = a["padding"]
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
-    kh, kw = a["kernel_size"]
-    if a["count_include_pad"] or a["padding"] == (0, 0):
-        divisor = dtype.type(kh * kw)
-    else:
-        ones = xp.ones((1, 1, h, w), dtype=dtype)
-        divisor = _window_sum(xp, pad_spatial(xp, ones, a["padding"]), a, out_hw)
+    divisor = _avg_divisor(xp, spec, spec.out_types[0].shape, out_hw)
+    gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
+    share = xp.empty(spec.in_types[0].shape, dtype=dtype)
 
-    def run(g):
-        share = g / divisor
-        gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
+    def run(g, out=None):
+        xp.divide(g, divisor, out=share)
+        gx.fill(0)
         for view in window_views(gx, a["kernel_size"], a["stride"], (1, 1), out_hw):
             view += share
-        return gx[:, :, ph:ph + h, pw:pw + w]
-    return run
+        return _crop(xp, spec, gx, (ph, pw), out)
+    return writes_out(run)
 
 
 def _adaptive_avg_pool2d_grad(xp, spec):
@@ -125,7 +149,7 @@ def _adaptive_avg_pool2d_grad(xp, spec):
     dtype = spec.out_types[0].dtype.numpy
     pht = xp.asarray(adaptive_pool_matrix(h, oh).T.astype(dtype))
     pw = xp.asarray(adaptive_pool_matrix(w, ow).astype(dtype))
-    return lambda g: xp.matmul(xp.matmul(pht, g), pw)
+    return writes_out(lambda g, out=None: xp.matmul(xp.matmul(pht, g), pw, out=out))
 
 
 KERNELS = {"max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d, "adaptive_avg_pool2d": _adaptive_avg_pool2d,
