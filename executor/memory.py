@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 ALIGN = 64  # bytes: cache-line aligned buffers
 
 
@@ -57,3 +59,55 @@ def check_no_overlap(buffers: list[Buffer]) -> None:
         for b in buffers[i + 1:]:
             if a.overlaps(b) and a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes:
                 raise AssertionError(f"buffers {a.key} and {b.key} are live together and overlap in the arena")
+
+
+def live_peak(buffers: list[Buffer]) -> int:
+    """The most bytes live at once: the least any arena could need."""
+    events = sorted({b.start for b in buffers})
+    return max((sum(b.nbytes for b in buffers if b.start <= t <= b.end) for t in events), default=0)
+
+
+class MemoryReport:
+    """What a plan's memory planner decided for one batch size (``print`` it)."""
+
+    def __init__(self, program, graph):
+        self.batch = program.batch
+        self.arena_bytes = program.arena_bytes
+        self.unplanned_bytes = program.unplanned_bytes
+        self.live_peak_bytes = live_peak(program.buffers)
+        self.buffers = len(program.buffers)
+        self.state_bytes = program.state_bytes
+        self.saved = saved_activations(graph, program)
+
+    def __str__(self) -> str:
+        mib = 2 ** 20
+        lines = [f"memory plan at batch {self.batch}:",
+                 f"  arena            {self.arena_bytes / mib:9.2f} MiB for {self.buffers} buffers "
+                 f"({self.unplanned_bytes / mib:.2f} MiB without reuse, "
+                 f"{self.live_peak_bytes / mib:.2f} MiB live at the peak)",
+                 f"  state+constants  {self.state_bytes / mib:9.2f} MiB"]
+        if self.saved:
+            total = sum(s[2] for s in self.saved)
+            lines.append(f"  saved for backward: {len(self.saved)} activations, {total / mib:.2f} MiB")
+            for name, type_, nbytes, where in sorted(self.saved, key=lambda s: -s[2]):
+                lines.append(f"    %{name:<8} {type_:<22} {nbytes / mib:8.3f} MiB  {where}")
+        return "\n".join(lines)
+
+
+def saved_activations(graph, program) -> list:
+    """Forward values read by backward nodes: (name, type, bytes, where) at this batch size."""
+    forward = {id(v): n for n, kind in zip(graph.nodes, program.kinds)
+               if not n.meta.get("phase") and kind != "view" for v in n.outputs}  # views: their base is listed
+    seen, out = set(), []
+    for node in graph.nodes:
+        if node.meta.get("phase") != "backward":
+            continue
+        for v in node.inputs:
+            producer = forward.get(id(v))
+            if producer is None or id(v) in seen:
+                continue
+            seen.add(id(v))
+            t = program.types[program.slots[id(v)]]
+            nbytes = int(np.prod(t.shape, dtype=np.int64)) * t.dtype.numpy.itemsize
+            out.append((v.name, str(t), nbytes, producer.location() or producer.op))
+    return out

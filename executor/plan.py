@@ -37,6 +37,7 @@ class Plan:
         self._constants = {k: self.backend.asarray(v) for k, v in graph.constant_data.items()}
         self.rng = np.random.default_rng(seed)
         self._programs: dict[int, Program] = {}
+        self._last_batch = None
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
         # Each group's "lr" is read every step (schedulers edit these dicts).
         self.param_groups = param_groups if param_groups is not None else [{"lr": 0.0} for _ in self.hyper_inputs]
@@ -66,6 +67,7 @@ class Plan:
         if program is None:
             program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants,
                                                       self._state)
+        self._last_batch = batch
         with np.errstate(all="ignore"):
             outs = program.run(arrays)
         return [self.backend.asarray(o) for o in outs]
@@ -106,6 +108,22 @@ class Plan:
         """Current parameters and buffers by the model's state_dict names (live arrays)."""
         roles = self.graph.state_roles
         return {k: v for k, v in self._state.items() if roles[k] in ("param", "buffer")}
+
+    def memory_report(self, batch: int | None = None):
+        """The memory plan for ``batch`` (default: the batch size run last): arena bytes,
+        bytes without reuse, the live peak, and the activations kept for the backward pass
+        with their shapes, sizes and source lines."""
+        from ..ir.errors import GraphcError
+        from .memory import MemoryReport
+
+        if batch is None and self._last_batch is None:
+            raise GraphcError("run the plan once, or pass batch=, before asking for its memory report")
+        batch = self._last_batch if batch is None else batch
+        program = self._programs.get(batch)
+        if program is None:
+            program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants,
+                                                      self._state)
+        return MemoryReport(program, self.graph)
 
     def save(self, path) -> None:
         """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one msgpack file,

@@ -25,8 +25,10 @@ IN_PLACE_SAFE = frozenset({"add", "sub", "mul", "div", "neg", "maximum", "minimu
 
 
 class Program:
-    def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict, state: dict):
-        self.batch, self.nodes, self.backend = batch, graph.nodes, backend
+    def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict, state: dict, planned: bool = True):
+        """``planned=False`` makes every kernel allocate its outputs (the baseline the
+        planner is measured and tested against)."""
+        self.batch, self.nodes, self.backend, self.planned = batch, graph.nodes, backend, planned
         self.slots: dict[int, int] = {}
         self.types: list = []
         for v in [*graph.inputs, *graph.state.values(), *graph.constants.values()]:
@@ -48,6 +50,7 @@ class Program:
             self.template[self.slots[id(v)]] = state[name]
         for name, v in graph.constants.items():
             self.template[self.slots[id(v)]] = constants[name]
+        self.state_bytes = sum(int(state[k].nbytes) for k in graph.state) + sum(int(c.nbytes) for c in constants.values())
         self.output_slots = [self.slots[id(v)] for v in graph.outputs]
         self._plan_memory(graph, runs, state)
         self.steps = [self._make_step(run, node, i) for i, (run, node) in enumerate(zip(runs, graph.nodes))]
@@ -68,7 +71,8 @@ class Program:
             view_of = getattr(run, "view_of", None)
             if view_of is not None:
                 root[slot[id(node.outputs[0])]] = root[slot[id(node.inputs[view_of])]]
-            kinds.append("view" if view_of is not None else "out" if getattr(run, "writes_out", False) else "alloc")
+            writes = self.planned and getattr(run, "writes_out", False)
+            kinds.append("view" if view_of is not None else "out" if writes else "alloc")
         last_read = {}
         for i, node in enumerate(graph.nodes):
             for v in node.inputs:

@@ -1,0 +1,154 @@
+"""graphc vs PyTorch eager on CPU: same weights, same data, interleaved A/B rounds.
+
+Run: .venv/bin/python benchmarks/run.py [--steps 20 --rounds 5]
+Prints medians and the ratio graphc / PyTorch (lower is better). Not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import models  # noqa: E402
+
+import graphc as gc  # noqa: E402
+from graphc import nn, optim  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # graphc's own numbers only
+    torch = None
+
+
+def timed(fn, steps: int) -> float:
+    """Median seconds per call over ``steps`` calls."""
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def ab(name: str, ours, theirs, steps: int, rounds: int) -> None:
+    for f in (ours, theirs):
+        if f is not None:
+            f()  # warm-up: programs, buffers, caches
+    a, b = [], []
+    for _ in range(rounds):  # interleaved so drifts hit both sides alike
+        a.append(timed(ours, steps))
+        if theirs is not None:
+            b.append(timed(theirs, steps))
+    ga = statistics.median(a) * 1e3
+    if b:
+        tb = statistics.median(b) * 1e3
+        print(f"{name:<34} graphc {ga:8.3f} ms   torch {tb:8.3f} ms   ratio {ga / tb:5.2f}")
+    else:
+        print(f"{name:<34} graphc {ga:8.3f} ms")
+
+
+def train_pair(kind: str, batch: int, opt_name: str):
+    gc.manual_seed(0)
+    model = models.mlp() if kind == "mlp" else models.cnn()
+    x, y = models.data(kind, batch)
+    make = {"sgd": lambda p: optim.SGD(p, lr=0.01, momentum=0.9), "adam": lambda p: optim.Adam(p, lr=1e-3)}[opt_name]
+    twin = models.torch_twin(model) if torch else None
+    step = gc.compile(model, example_inputs=(x, y), loss_fn=nn.CrossEntropyLoss(), optimizer=make(model.parameters()))
+    ours = lambda: step(x, y)  # noqa: E731
+    theirs = None
+    if twin is not None:
+        topt = {"sgd": lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
+                "adam": lambda p: torch.optim.Adam(p, lr=1e-3)}[opt_name](twin.parameters())
+        tx, ty, loss_fn = torch.from_numpy(x), torch.from_numpy(y), torch.nn.CrossEntropyLoss()
+
+        def theirs():
+            topt.zero_grad(set_to_none=True)
+            loss = loss_fn(twin(tx), ty)
+            loss.backward()
+            topt.step()
+    return step, ours, theirs
+
+
+def infer_pair(kind: str, batch: int):
+    gc.manual_seed(0)
+    model = (models.mlp() if kind == "mlp" else models.cnn()).eval()
+    x, _ = models.data(kind, batch)
+    plan = gc.compile(model, example_inputs=(x,))
+    theirs = None
+    if torch:
+        twin = models.torch_twin(model).eval()
+        tx = torch.from_numpy(x)
+
+        def theirs():
+            with torch.no_grad():
+                twin(tx)
+    return (lambda: plan(x)), theirs
+
+
+def chain_overhead(steps: int) -> None:
+    x = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+
+    def chain(t):
+        for i in range(200):
+            t = t * 1.0001 if i % 2 else t + 0.001
+        return t
+
+    plan = gc.compile(chain, example_inputs=(x,), passes="none")
+    plan(x)
+    per_step = timed(lambda: plan(x), steps * 5)
+    print(f"{'per-node overhead (200-op chain)':<34} graphc {per_step / 200 * 1e6:8.3f} us/node", end="")
+    if torch:
+        tx = torch.from_numpy(x)
+        t_torch = timed(lambda: chain(tx), steps * 5)
+        print(f"   torch {t_torch / 200 * 1e6:8.3f} us/op")
+    else:
+        print()
+
+
+def compile_time_and_memory() -> None:
+    gc.manual_seed(0)
+    model = models.cnn()
+    x, y = models.data("cnn", 64)
+    start = time.perf_counter()
+    step = gc.compile(model, example_inputs=(x, y), loss_fn=nn.CrossEntropyLoss(),
+                      optimizer=optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
+    step(x, y)  # includes binding the batch-64 program
+    print(f"{'W2 compile (trace+passes+plan+bind)':<34} graphc {(time.perf_counter() - start) * 1e3:8.1f} ms")
+    tracemalloc.start()
+    step(x, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"{'W2 step peak traced memory':<34} graphc {peak / 2**20:8.1f} MiB")
+    if hasattr(step, "memory_report"):
+        print(step.memory_report())
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    if torch:
+        torch.manual_seed(0)
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; numpy {np.__version__}")
+    else:
+        print("PyTorch is not installed: graphc's own numbers only")
+    for kind, batch, opt in (("mlp", 128, "sgd"), ("mlp", 128, "adam"), ("cnn", 64, "sgd")):
+        _, ours, theirs = train_pair(kind, batch, opt)
+        ab(f"W{1 if kind == 'mlp' else 2} train {kind} b{batch} {opt}", ours, theirs, args.steps, args.rounds)
+    for kind in ("mlp", "cnn"):
+        for batch in (1, 64, 512):
+            ours, theirs = infer_pair(kind, batch)
+            ab(f"W3 infer {kind} b{batch}", ours, theirs, args.steps, args.rounds)
+    chain_overhead(args.steps)
+    compile_time_and_memory()
+
+
+if __name__ == "__main__":
+    main()
