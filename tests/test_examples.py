@@ -1,0 +1,45 @@
+"""Every example runs (short settings), and so does `graphc demo`, as a user would run them."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = {
+    "quickstart.py": [],
+    "train_mlp.py": ["--epochs", "2"],
+    "train_cnn_digits.py": ["--epochs", "1"],
+    "train_cnn.py": ["--epochs", "1"],
+    "export_and_infer.py": [],
+    "resnet_block.py": ["--epochs", "1"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(EXAMPLES))
+def test_example_runs(script, tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / script), *EXAMPLES[script]],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+def test_every_example_is_smoke_tested():
+    assert {p.name for p in (ROOT / "examples").glob("*.py")} == set(EXAMPLES)
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    out = tmp_path / "demo"
+    done = subprocess.run([sys.executable, "-m", "graphc", "demo", "--epochs", "2", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "test accuracy: 0." in done.stdout
+    assert "predictions match" in done.stdout
+    for name in ("train.graphc", "model.graphc", "graph.txt", "graph.dot", "graph.svg", "graph.html"):
+        assert (out / name).stat().st_size > 0, name
+
+
+def test_demo_bad_option_is_one_clear_line():
+    done = subprocess.run([sys.executable, "-m", "graphc", "demo", "--epochs", "0"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "graphc: error:" in done.stderr
