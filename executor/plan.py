@@ -32,8 +32,8 @@ class Plan:
         self.backend = get_backend(device)
         self.device = self.backend.name
         # Shared with the model where given; optimizer state starts at zero (PyTorch's lazy init).
-        self._state = {name: state[name] if name in state else np.zeros(v.type.shape, v.type.dtype.numpy)
-                       for name, v in graph.state.items()}
+        self._state = {name: self.backend.asarray(state[name]) if name in state
+                       else self.backend.xp.zeros(v.type.shape, v.type.dtype.numpy) for name, v in graph.state.items()}
         self._constants = {k: self.backend.asarray(v) for k, v in graph.constant_data.items()}
         self.rng = np.random.default_rng(seed)
         self._programs: dict[int, Program] = {}

@@ -45,6 +45,7 @@ class Program:
             specs.append(spec)
             for v in node.outputs:
                 self._slot(v, batch)
+        self.runs = runs  # the specialised kernels, for tools that step through nodes
         self.template = [None] * len(self.types)
         for name, v in graph.state.items():
             self.template[self.slots[id(v)]] = state[name]

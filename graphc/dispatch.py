@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .executor.backends import NUMPY
+from .executor.backends import NUMPY, backend_of
 from .executor.kernels import KernelSpec
-from .ir.errors import GraphcError
+from .ir.errors import DeviceError, GraphcError
 from .ir.registry import get_op, infer_types
 from .ir.types import DType, TensorType
 from . import random as _random
@@ -40,24 +40,34 @@ def weak_dtype(scalar, others) -> DType:
     return floats[0] if floats else DType.float32
 
 
+def eager_backend(tensors):
+    """The backend all eager inputs live on (mixing devices is an error, as in PyTorch)."""
+    backends = {backend_of(t.data).name: backend_of(t.data) for t in tensors}
+    if len(backends) > 1:
+        raise DeviceError(f"tensors on different devices in one op: {sorted(backends)}; move them with .to()")
+    return next(iter(backends.values()), NUMPY)
+
+
 def _run_eager(op, args, attrs):
     from .tensor import Tensor
 
     opdef = get_op(op)
     attrs = opdef.normalize_attrs(attrs)
-    tensor_dtypes = [DType.from_any(a.data.dtype) for a in args if isinstance(a, Tensor)]
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    backend = eager_backend(tensors)
+    tensor_dtypes = [DType.from_any(a.data.dtype) for a in tensors]
     arrays = []
     for a in args:
         if isinstance(a, Tensor):
             arrays.append(a.data)
         else:
-            arrays.append(np.asarray(a, dtype=weak_dtype(a, tensor_dtypes).numpy))
+            arrays.append(backend.xp.asarray(a, dtype=weak_dtype(a, tensor_dtypes).numpy))
     in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
     out_types = infer_types(opdef, in_types, attrs)
     spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), _random.generator())
     try:
         with np.errstate(all="ignore"):
-            result = NUMPY.kernels[op](spec)(*arrays)
+            result = backend.kernels[op](spec)(*arrays)
     except GraphcError:
         raise
     except (ValueError, TypeError, ArithmeticError, IndexError) as e:  # same wrapping as compiled plans
@@ -65,7 +75,7 @@ def _run_eager(op, args, attrs):
     results = result if len(out_types) > 1 else (result,)
     outs = []
     for r, t in zip(results, out_types):
-        r = np.asarray(r)
+        r = backend.xp.asarray(r)
         if r.dtype != t.dtype.numpy or r.shape != t.shape:
             raise GraphcError(f"kernel {op!r} returned {r.dtype}{list(r.shape)}, expected {t}")
         outs.append(Tensor(r))

@@ -104,7 +104,10 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        return "cpu"
+        """``"cpu"`` or ``"cuda:N"``."""
+        from .executor.backends import backend_of
+
+        return "cpu" if self._tracer is not None else backend_of(self.data).name
 
     # ---- leaving graphc ---------------------------------------------------------
     def _concrete(self, what: str):
@@ -115,7 +118,10 @@ class Tensor:
         return self.data
 
     def numpy(self) -> np.ndarray:
-        return self._concrete("Tensor.numpy()")
+        from .executor.backends import backend_of
+
+        data = self._concrete("Tensor.numpy()")
+        return backend_of(data).to_numpy(data)
 
     def item(self):
         data = self._concrete("Tensor.item()")
@@ -124,10 +130,11 @@ class Tensor:
         return data.item()
 
     def tolist(self):
-        return self._concrete("Tensor.tolist()").tolist()
+        self._concrete("Tensor.tolist()")
+        return self.numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
-        data = self._concrete("converting to a numpy array")
+        data = self.numpy() if self._tracer is None else self._concrete("converting to a numpy array")
         return data if dtype is None else data.astype(dtype)
 
     def __bool__(self):
@@ -150,12 +157,12 @@ class Tensor:
             dtype = None
         if dtype is not None and not (isinstance(target, str) and target.startswith(("cpu", "cuda"))):
             return self.cast(dtype)
-        from .executor.backends import get_backend
+        from .executor.backends import backend_of, get_backend
 
         backend = get_backend(target)
-        if backend.name == "cpu" or self._tracer is not None:
+        if self._tracer is not None or backend is backend_of(self.data):
             return self
-        raise GraphcError("eager tensors live on the CPU; compile with device='cuda' to run on the GPU")
+        return Tensor(backend.asarray(backend_of(self.data).to_numpy(self.data)))
 
     def detach(self) -> "Tensor":
         return self

@@ -102,7 +102,7 @@ class Tracer:
                 raise TraceError("a tensor from another trace was used here", self.user_location())
             value = self.values.get(id(x))
             if value is None:
-                value = self.builder.constant(x.data, DType.from_any(x.data.dtype))
+                value = self.builder.constant(x.numpy(), DType.from_any(x.data.dtype))
                 self.values[id(x)] = value
                 self.keep_alive.append(x)
             return value

@@ -24,3 +24,10 @@ def get_backend(device="cpu"):
     from .cupy_backend import cupy_backend
 
     return cupy_backend(index)
+
+
+def backend_of(array):
+    """The backend owning ``array``: cupy arrays run on their GPU, anything else on numpy."""
+    if type(array).__module__.split(".")[0] == "cupy":
+        return get_backend(f"cuda:{array.device.id}")
+    return NUMPY

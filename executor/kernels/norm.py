@@ -125,10 +125,14 @@ def _dropout(xp, spec):
     rng = spec.rng
     draws = xp.empty(shape, dtype=dtype)
     keep = xp.empty(shape, dtype=bool)
+    on_host = xp.__name__ == "numpy"
 
     def run(x, out=None):
         y, mask = _outs(xp, spec, out)
-        rng.random(shape, dtype=dtype, out=draws)
+        if on_host:
+            rng.random(shape, dtype=dtype, out=draws)
+        else:  # the plan's one generator also drives GPU plans: same masks on every device
+            draws.set(rng.random(shape, dtype=dtype))
         xp.greater_equal(draws, p, out=keep)
         xp.multiply(keep, scale, out=mask)
         xp.multiply(x, mask, out=y)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..ir.errors import GraphcError, ShapeError
 from ..tensor import Tensor
+from ..executor.backends import backend_of
 from ..tracer import user_source
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -210,7 +211,7 @@ class Module:
                 raise ShapeError(f"load_state_dict: {key} has shape {tuple(src.shape)}, "
                                  f"the model expects {tuple(tensor.data.shape)}")
             # In place, so compiled plans that share this storage see the new values.
-            np.copyto(tensor.data, src, casting="unsafe")
+            tensor.data[...] = backend_of(tensor.data).asarray(np.asarray(src).astype(tensor.data.dtype))
         return IncompatibleKeys(missing, unexpected)
 
     def train(self, mode: bool = True):
@@ -222,10 +223,15 @@ class Module:
         return self.train(False)
 
     def to(self, device):
-        """Check the device exists; storage stays numpy (plans move it to the GPU themselves)."""
-        from ..executor.backends import get_backend
+        """Move every parameter and buffer to ``device`` ("cpu", "cuda", "cuda:N") in place:
+        the same Parameter objects (so optimizers keep working) now hold device arrays."""
+        from ..executor.backends import backend_of, get_backend
 
-        get_backend(device)
+        backend = get_backend(device)
+        for t in self.state_dict_tensors().values():
+            source = backend_of(t.data)
+            if source is not backend:
+                t.data = backend.asarray(source.to_numpy(t.data))
         return self
 
     def apply(self, fn):

@@ -38,8 +38,8 @@ html, body { margin: 0; height: 100%; overflow: hidden; background: #f8fafc; col
 #view.dragging { cursor: grabbing; }
 #graph { width: 100%; height: 100%; display: block; user-select: none; }
 #graph g.node { cursor: pointer; }
-#graph g.node.hit rect { stroke: #dc2626; stroke-width: 3px; }
-#graph g.node.focus rect { stroke-width: 3px; }
+#graph g.node.hit rect, #graph g.node.hit polygon, #graph g.node.hit path { stroke: #dc2626; stroke-width: 3px; }
+#graph g.node.focus rect, #graph g.node.focus polygon, #graph g.node.focus path { stroke-width: 3px; }
 #graph g.edge.focus path { stroke: #0f172a; stroke-width: 2.2px; stroke-opacity: 1; }
 #tip { position: fixed; z-index: 10; max-width: 560px; max-height: 70vh; overflow: hidden; pointer-events: none;
   background: #ffffff; border: 1px solid #94a3b8; border-radius: 6px; padding: 8px 10px;
@@ -64,12 +64,17 @@ _JS = r"""
   var b = svg.viewBox.baseVal, home = {x: b.x, y: b.y, w: b.width, h: b.height}, vb = null;
   function apply() { svg.setAttribute('viewBox', vb.x + ' ' + vb.y + ' ' + vb.w + ' ' + vb.h); }
   function fit() { vb = {x: home.x, y: home.y, w: home.w, h: home.h}; apply(); }
-  function start() {  // readable at first: fit the width, but never below half size; show the top
+  function start() {  // fit; if that is too small to read, half size at the top, around the first op
     var cw = view.clientWidth || 1, ch = view.clientHeight || 1;
-    var s = Math.max(0.5, Math.min(1.2, cw / home.w, ch / home.h > 0.6 ? ch / home.h : cw / home.w));
-    vb = {w: cw / s, h: ch / s, x: 0, y: home.y};
-    vb.x = home.w * s < cw ? home.x - (vb.w - home.w) / 2 : home.x;
-    if (home.h * s < ch) vb.y = home.y - (vb.h - home.h) / 2;
+    var s = Math.max(0.5, Math.min(1, cw / home.w, ch / home.h));
+    vb = {w: cw / s, h: ch / s};
+    vb.x = home.x - (vb.w - home.w) / 2;
+    vb.y = home.h * s > ch ? home.y : home.y - (vb.h - home.h) / 2;
+    var first = svg.querySelector('g.node.op, g.node.group');
+    if (home.w * s > cw && first) {
+      var r = first.getBBox();
+      vb.x = Math.max(home.x, Math.min(home.x + home.w - vb.w, r.x + r.width / 2 - vb.w / 2));
+    }
     apply();
   }
   function point(evt, m) {
@@ -91,7 +96,7 @@ _JS = r"""
     if (evt.button !== 0) return;
     var m = svg.getScreenCTM();
     drag = {m: m, p: point(evt, m), x: vb.x, y: vb.y};
-    view.setPointerCapture(evt.pointerId);
+    try { view.setPointerCapture(evt.pointerId); } catch (e) { /* synthetic or finished pointer */ }
     view.classList.add('dragging');
   });
   view.addEventListener('pointermove', function (evt) {

@@ -1,17 +1,20 @@
 """A layered layout in pure Python, so pictures never need Graphviz.
 
-1. Layers: ``networkx.topological_generations`` over the op nodes (strongly connected
-   groups, possible after collapsing modules, share a layer), then each op is pulled down
-   to just above its first user (so weight-decay or bookkeeping ops that only read state do
-   not float to the top). Leaf nodes sit one layer above their first user; outputs one
-   layer below their producer.
-2. Columns: clusters are packed bottom-up as rectangles. Inside a cluster, ops come first in
-   layer order, then leaves; each goes to the free slot nearest to where its already placed
-   neighbours are (so chains run straight down and a leaf sits beside its user). Sibling
-   items that share layers never overlap, so cluster boxes never cut through each other.
-3. Rows: every layer is one row; rows get extra room where clusters open (title band) or close.
+1. Rows: ``networkx.topological_generations`` over the op nodes (strongly connected
+   groups, possible after collapsing modules, share a row), with one extra rule: when data
+   flows from sibling cluster A to sibling cluster B (same phase, never back), all of B
+   goes below all of A, so module boxes stack instead of staggering. Then each op is
+   pulled down to just above its first user, and ops nothing reads (BatchNorm's step
+   counter) go level with their module. Ops use even rows; leaves sit on the odd row
+   above their first user, outputs below their producer.
+2. Columns: clusters are packed bottom-up as rectangles. The longest path of each phase
+   goes first (so the forward and backward passes run straight down), then the other ops,
+   then leaves; each item takes the free slot nearest to its placed neighbours. Items
+   sharing rows never overlap, so cluster boxes never cut through each other.
+3. Rows get extra room where clusters open (title band) or close.
 4. Edges: cubic curves from the producer's bottom to the user's top, ports spread along
-   each side; each value's type is written once, on its shortest edge.
+   each side; each value's type is written once, on its shortest edge, where it overlaps
+   no node and no other label (the edge's hover title always has it).
 
 >>> import numpy as np, graphc as gc
 >>> from graphc import nn
@@ -51,6 +54,32 @@ class Layout:
     layers: dict = field(default_factory=dict)    # node id -> row
 
 
+def _chain(vg: VizGraph, cid) -> list:
+    chain = []
+    while cid is not None:
+        chain.append(cid)
+        cid = vg.clusters[cid].parent
+    return chain[::-1]
+
+
+def _cluster_order(vg: VizGraph, edges) -> set:
+    """Pairs (A, B) of sibling clusters of one phase where data flows from A to B and never
+    back: B's ops go in rows below all of A's, so cluster boxes stack instead of staggering."""
+    pairs = set()
+    for u, v in edges:
+        a, b = _chain(vg, vg.nodes[u].cluster), _chain(vg, vg.nodes[v].cluster)
+        k = 0
+        while k < min(len(a), len(b)) and a[k] == b[k]:
+            k += 1
+        if k < len(a) and k < len(b) and vg.clusters[a[k]].phase == vg.clusters[b[k]].phase:
+            pairs.add((a[k], b[k]))
+    cg = nx.DiGraph(sorted(pairs))
+    for scc in nx.strongly_connected_components(cg):
+        if len(scc) > 1:
+            pairs -= {(x, y) for x in scc for y in scc}
+    return pairs
+
+
 def assign_layers(vg: VizGraph) -> dict:
     """Row of every node (0 at the top)."""
     core = [n.id for n in vg.nodes.values() if n.kind in ("op", "group")]
@@ -58,15 +87,46 @@ def assign_layers(vg: VizGraph) -> dict:
     g.add_nodes_from(core)
     g.add_edges_from((e.src, e.dst) for e in vg.edges if e.src in g and e.dst in g and e.src != e.dst)
     cond = nx.condensation(g)
-    level = {}
-    for depth, generation in enumerate(nx.topological_generations(cond)):
-        for c in generation:
-            level[c] = depth
-    for c in reversed(list(nx.topological_sort(cond))):
-        succ = [level[s] for s in cond.successors(c)]
-        if succ:
-            level[c] = min(succ) - 1
     mapping = cond.graph["mapping"]
+    aux = nx.DiGraph()
+    aux.add_nodes_from(cond.nodes)
+    aux.add_edges_from(cond.edges, w=1)
+    pairs = _cluster_order(vg, g.edges) if vg.clusters else set()
+    if pairs:  # a zero-width "end of A" node after A's ops, one row above B's ops
+        for a, b in sorted(pairs):
+            aux.add_edge(("end", a), ("start", b), w=1)
+        for n in core:
+            for c in _chain(vg, vg.nodes[n].cluster):
+                if ("end", c) in aux:
+                    aux.add_edge(mapping[n], ("end", c), w=0)
+                if ("start", c) in aux:
+                    aux.add_edge(("start", c), mapping[n], w=0)
+        if not nx.is_directed_acyclic_graph(aux):  # a cycle through ops outside the clusters
+            aux.remove_nodes_from([x for x in list(aux) if isinstance(x, tuple)])
+    order = list(nx.topological_sort(aux))
+    level = {}
+    for x in order:
+        level[x] = max((level[p] + aux[p][x]["w"] for p in aux.predecessors(x)), default=0)
+
+    def pull_down():
+        for x in reversed(order):
+            if aux.out_degree(x):
+                level[x] = min(level[s] - aux[x][s]["w"] for s in aux.successors(x))
+
+    pull_down()
+    # Ops nothing reads (BatchNorm's step counter, state updates) may sit anywhere below their
+    # inputs: put them level with the rest of their module, not at the top of the picture.
+    real = [x for x in order if not isinstance(x, tuple)]
+    by_cluster = collections.defaultdict(list)
+    for n in core:
+        if cond.out_degree(mapping[n]):
+            by_cluster[vg.nodes[n].cluster].append(level[mapping[n]])
+    for x in real:
+        if aux.out_degree(x) == 0:
+            cluster = vg.nodes[next(iter(cond.nodes[x]["members"]))].cluster
+            if cluster is not None and by_cluster.get(cluster):
+                level[x] = max(level[x], int(statistics.median_high(by_cluster[cluster])))
+    pull_down()
     # Ops on even rows; leaves and outputs on the odd rows between them, so a module's
     # parameters never share a row with the op above (clusters then stack, not stagger).
     layer = {n: 2 * level[mapping[n]] + 2 for n in core}
@@ -123,43 +183,56 @@ def _free_x(occupied: dict, lmin: int, lmax: int, w: float, pref: float) -> floa
     raise AssertionError("unreachable: right of everything is always free")
 
 
-def _pack(cid, vg, kids, direct, layer, sizes, nbrs, order, spine, fed) -> _Block:
-    items = []  # (is_late, lmin, first order, lmin, lmax, w, centers, boxes)
-    for child in kids.get(cid, ()):
-        b = _pack(child, vg, kids, direct, layer, sizes, nbrs, order, spine, fed)
-        first = min(order[n] for n in b.centers)
-        rank = 0 if any(n in spine for n in b.centers) else 1
-        items.append((rank, b.lmin, first, b.lmin, b.lmax, b.width, b.centers, b.boxes))
-    for nid in direct.get(cid, ()):
-        rank = 2 if vg.nodes[nid].kind in LEAF_KINDS or vg.nodes[nid].kind == "output" else int(nid not in spine)
-        w = sizes[nid][0]
-        items.append((rank, layer[nid], order[nid], layer[nid], layer[nid], w, {nid: w / 2}, {}))
+@dataclass
+class _Ctx:
+    vg: VizGraph
+    layer: dict
+    sizes: dict
+    kids: dict      # cluster id (None: the root) -> child cluster ids
+    direct: dict    # cluster id (None: the root) -> ids of the nodes directly inside
+    nbrs: dict      # node id -> neighbour ids
+    order: dict     # node id -> position in the view model
+    spine: set
+    fed: set
+
+
+def _pack(cid, ctx: _Ctx) -> _Block:
+    """Place the items of one cluster (``None``: the whole picture) side by side."""
+    items = []  # (rank, lmin, first, lmin, lmax, width, centres, boxes): sorted on the first three
+    for child in ctx.kids.get(cid, ()):
+        b = _pack(child, ctx)
+        rank = 0 if any(n in ctx.spine for n in b.centers) else 1
+        items.append((rank, b.lmin, min(ctx.order[n] for n in b.centers), b.lmin, b.lmax, b.width, b.centers,
+                      b.boxes))
+    for nid in ctx.direct.get(cid, ()):
+        kind, row, w = ctx.vg.nodes[nid].kind, ctx.layer[nid], ctx.sizes[nid][0]
+        rank = 2 if kind in LEAF_KINDS or kind == "output" else int(nid not in ctx.spine)
+        items.append((rank, row, ctx.order[nid], row, row, w, {nid: w / 2}, {}))
     items.sort(key=lambda it: it[:3])
     occupied = collections.defaultdict(list)
     centers, boxes, spans = {}, {}, []
-    for rank, *_, lmin, lmax, w, item_centers, item_boxes in items:
-        diffs = [centers[u] - cx for v, cx in item_centers.items() for u in nbrs[v] if u in centers]
+    for rank, _, _, lmin, lmax, w, item_centers, item_boxes in items:
+        diffs = [centers[u] - cx for v, cx in item_centers.items() for u in ctx.nbrs[v] if u in centers]
         x = _free_x(occupied, lmin, lmax, w, statistics.median(diffs) if diffs else 0.0)
         for row in range(lmin, lmax + 1):
             occupied[row].append((x, x + w))
         if rank < 2:  # keep the row above an op free where its edge from above comes in
             for v, cx in item_centers.items():
-                if layer[v] - 1 not in range(lmin, lmax + 1) and v in fed:
-                    occupied[layer[v] - 1].append((x + cx - CHANNEL, x + cx + CHANNEL))
+                if v in ctx.fed and not lmin <= ctx.layer[v] - 1 <= lmax:
+                    occupied[ctx.layer[v] - 1].append((x + cx - CHANNEL, x + cx + CHANNEL))
         spans.append((x, x + w))
         centers.update({n: x + cx for n, cx in item_centers.items()})
         boxes.update({c: (x + bx, bw) for c, (bx, bw) in item_boxes.items()})
     left = min(a for a, _ in spans)
     width = max(b for _, b in spans) - left
-    pad = PAD if cid is not None else 0.0
+    pad = 0.0 if cid is None else PAD
     if cid is not None:
-        width = max(width, text_width(vg.clusters[cid].label, CLUSTER_FONT) + 8)
+        width = max(width, text_width(ctx.vg.clusters[cid].label, CLUSTER_FONT) + 8)
     centers = {n: cx - left + pad for n, cx in centers.items()}
     boxes = {c: (bx - left + pad, bw) for c, (bx, bw) in boxes.items()}
-    lmin, lmax = min(it[3] for it in items), max(it[4] for it in items)
     if cid is not None:
         boxes[cid] = (0.0, width + 2 * pad)
-    return _Block(lmin, lmax, width + 2 * pad, centers, boxes)
+    return _Block(min(it[3] for it in items), max(it[4] for it in items), width + 2 * pad, centers, boxes)
 
 
 def layout(vg: VizGraph, margin: float = 16.0, top: float = 0.0) -> Layout:
@@ -168,7 +241,6 @@ def layout(vg: VizGraph, margin: float = 16.0, top: float = 0.0) -> Layout:
     if not vg.nodes:
         return Layout(2 * margin, top + 2 * margin)
     layer = assign_layers(vg)
-    order = {nid: i for i, nid in enumerate(vg.nodes)}
     kids, direct = collections.defaultdict(list), collections.defaultdict(list)
     for c in vg.clusters.values():
         kids[c.parent].append(c.id)
@@ -178,14 +250,8 @@ def layout(vg: VizGraph, margin: float = 16.0, top: float = 0.0) -> Layout:
     for e in vg.edges:
         nbrs[e.src].append(e.dst)
         nbrs[e.dst].append(e.src)
-    used = set()  # clusters that hold at least one node (others are dropped)
-    for nid, n in vg.nodes.items():
-        c = n.cluster
-        while c is not None and c not in used:
-            used.add(c)
-            c = vg.clusters[c].parent
-    kids = {p: [c for c in cs if c in used] for p, cs in kids.items()}
-    root = _pack(None, vg, kids, direct, layer, sizes, nbrs, order, *_spine(vg))
+    root = _pack(None, _Ctx(vg, layer, sizes, kids, direct, nbrs, {nid: i for i, nid in enumerate(vg.nodes)},
+                            *_spine(vg)))
 
     # Rows, with room where clusters open and close.
     span = {}
@@ -197,10 +263,8 @@ def layout(vg: VizGraph, margin: float = 16.0, top: float = 0.0) -> Layout:
             c = vg.clusters[c].parent
     top_extra, bottom_extra = {}, {}
     for cid in reversed(list(vg.clusters)):  # children before parents
-        if cid not in used:
-            continue
         lo, hi = span[cid]
-        inner = [c for c in kids.get(cid, ())]
+        inner = kids.get(cid, ())
         top_extra[cid] = PAD + LABEL_H + max([top_extra[c] for c in inner if span[c][0] == lo], default=0)
         bottom_extra[cid] = PAD + max([bottom_extra[c] for c in inner if span[c][1] == hi], default=0)
     nrows = max(layer.values()) + 1
@@ -221,11 +285,9 @@ def layout(vg: VizGraph, margin: float = 16.0, top: float = 0.0) -> Layout:
         row = layer[nid]
         out.nodes[nid] = (margin + cx - w / 2, row_top[row] + (height[row] - h) / 2, w, h)
     for cid in vg.clusters:
-        if cid in used:
-            bx, bw = root.boxes[cid]
-            lo, hi = span[cid]
-            y0 = row_top[lo] - top_extra[cid]
-            out.clusters[cid] = (margin + bx, y0, bw, row_top[hi] + height[hi] + bottom_extra[cid] - y0)
+        (bx, bw), (lo, hi) = root.boxes[cid], span[cid]
+        y0 = row_top[lo] - top_extra[cid]
+        out.clusters[cid] = (margin + bx, y0, bw, row_top[hi] + height[hi] + bottom_extra[cid] - y0)
     out.edges = _route(vg, out, layer)
     return out
 
@@ -254,7 +316,9 @@ def _route(vg: VizGraph, lay: Layout, layer: dict) -> list:
         if key not in best or spans < best[key][0]:
             best[key] = (spans, e.id)
     labelled = {eid for _, eid in best.values()}
-    taken = [(x, y, x + w, y + h) for x, y, w, h in lay.nodes.values()]
+    taken = _Boxes()
+    for x, y, w, h in lay.nodes.values():
+        taken.add((x, y, x + w, y + h))
     routed = []
     for e in sorted(vg.edges, key=lambda e: layer[e.dst] - layer[e.src]):  # short edges pick first
         x1, (sx, sy, sw, sh) = port_out[e.id], lay.nodes[e.src]
@@ -273,13 +337,35 @@ def _route(vg: VizGraph, lay: Layout, layer: dict) -> list:
             half = text_width(e.label, EDGE_FONT) / 2 + 2
             for px, py in spots:
                 box = (px - half, py - 6, px + half, py + 5)
-                if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
-                    taken.append(box)
+                if not taken.hits(box):
+                    taken.add(box)
                     label = (px, py)
                     break
         routed.append((e, d, label))
     order = {e.id: i for i, e in enumerate(vg.edges)}
     return sorted(routed, key=lambda r: order[r[0].id])
+
+
+class _Boxes:
+    """Rectangles bucketed on a coarse grid, for fast overlap tests."""
+
+    CELL = 128.0
+
+    def __init__(self):
+        self.cells = collections.defaultdict(list)
+
+    def _keys(self, box):
+        c = self.CELL
+        return [(i, j) for i in range(int(box[0] // c), int(box[2] // c) + 1)
+                for j in range(int(box[1] // c), int(box[3] // c) + 1)]
+
+    def add(self, box) -> None:
+        for key in self._keys(box):
+            self.cells[key].append(box)
+
+    def hits(self, box) -> bool:
+        return any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                   for key in self._keys(box) for b in self.cells.get(key, ()))
 
 
 def _bezier(p0, p1, p2, p3, t):

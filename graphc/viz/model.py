@@ -155,6 +155,16 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
             if id(v) in roles:
                 leaf_uses[(id(v), phase)].append(nid)
 
+    # Optimizer ops shared by several parameters (CSE keeps the first parameter's meta, e.g.
+    # Adam's bias corrections) belong to no single parameter: lift them to the common cluster.
+    users = graph.users()
+    cluster_of = {id(node): vg.nodes[f"n{i}"].cluster for i, node in enumerate(graph.nodes)}
+    for i in reversed(range(len(graph.nodes))):
+        node, n = graph.nodes[i], vg.nodes[f"n{i}"]
+        if n.phase == "update" and n.cluster is not None:
+            readers = {cluster_of[id(u)] for v in node.outputs for u in users.get(id(v), ())}
+            if len(readers | {n.cluster}) > 1:
+                n.cluster = cluster_of[id(node)] = _common_cluster(vg, [n.cluster, *sorted(readers, key=str)])
     leaves = {id(v): v for v in graph.leaf_values()}
     copies = {}
     for (vid, phase), users in sorted(leaf_uses.items(), key=lambda kv: (leaf_index[kv[0][0]], kv[0][1])):
@@ -185,6 +195,13 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
             src = copies[(id(v), "forward")] = f"v{leaf_index[id(v)]}f"
             vg.nodes[src] = VNode(src, roles[id(v)], [v.name], info={"title": f"%{v.name}: {v.type}"})
         edge(src, f"o{i}", v)
+    used = set()
+    for n in vg.nodes.values():
+        c = n.cluster
+        while c is not None and c not in used:
+            used.add(c)
+            c = vg.clusters[c].parent
+    vg.clusters = {cid: c for cid, c in vg.clusters.items() if cid in used}
     return collapse(vg) if collapse_modules else vg
 
 

@@ -6,7 +6,7 @@ Text is set in a monospace font, so a label's width is known without font files:
 >>> PHASE_STYLE["backward"]["fill"]
 '#ffedd5'
 >>> node_size(["linear_relu"], "op")
-(95, 28)
+(98, 28)
 """
 from __future__ import annotations
 

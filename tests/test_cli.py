@@ -1,0 +1,298 @@
+"""The ``graphc`` command line: ``inspect`` and ``run`` on plan files, one-line errors with exit
+status 2, and the console-script entry point."""
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc import nn, optim
+
+DATA = Path(__file__).resolve().parent / "data"
+GOLDEN = DATA / "golden-v1.0.graphc"
+CONSOLE_SCRIPT = Path(sys.executable).parent / "graphc"
+
+
+def graphc(*args, cwd=None, exe=None) -> subprocess.CompletedProcess:
+    cmd = [str(exe)] if exe else [sys.executable, "-m", "graphc"]
+    return subprocess.run(cmd + [str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def assert_one_line_error(proc, *fragments):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("graphc: error:"), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(5, 6)
+        self.a = nn.Linear(6, 2)
+        self.b = nn.Linear(6, 3)
+
+    def forward(self, x):
+        h = self.body(x).relu()
+        return self.a(h), self.b(h).sigmoid()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """An exported CNN, an exported two-output model, a training plan, and inputs."""
+    d = tmp_path_factory.mktemp("cli")
+    gc.manual_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 1, 8, 8)).astype(np.float32)
+    cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(64, 3))
+    gc.export(cnn, (x,), d / "cnn.graphc")
+    np.save(d / "x.npy", x)
+    np.save(d / "x7.npy", rng.standard_normal((7, 1, 8, 8)).astype(np.float32))
+    np.save(d / "x_wrong_shape.npy", x[:, :, :6, :6].copy())
+    np.save(d / "x_f64.npy", x.astype(np.float64))
+    gc.export(TwoHeads(), (np.zeros((4, 5), np.float32),), d / "two.graphc")
+    np.save(d / "t.npy", rng.standard_normal((4, 5)).astype(np.float32))
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10), nn.ReLU(), nn.Linear(10, 3))
+    y = rng.integers(0, 3, 5).astype(np.int64)
+    step = gc.compile(model, example_inputs=(x, y), loss_fn=nn.CrossEntropyLoss(),
+                      optimizer=optim.SGD(model.parameters(), 0.1, momentum=0.9))
+    step(x, y)
+    step(x, y)
+    step.save(d / "train.graphc")
+    data = (d / "cnn.graphc").read_bytes()
+    (d / "truncated.graphc").write_bytes(data[:len(data) // 2])
+    (d / "empty.graphc").write_bytes(b"")
+    (d / "garbage.npy").write_bytes(b"this is not a numpy file at all")
+    (d / "empty.npy").write_bytes(b"")
+    good = (d / "x.npy").read_bytes()
+    (d / "truncated.npy").write_bytes(good[:len(good) - 40])
+    np.save(d / "object.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    return d
+
+
+# ---- inspect -------------------------------------------------------------------------------------
+def test_inspect_training_plan(files):
+    proc = graphc("inspect", files / "train.graphc")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    plan = gc.load(files / "train.graphc")
+    assert "kind: training" in out
+    assert f"producer: graphc {gc.__version__}" in out
+    assert "format: 1.0" in out
+    assert "inputs:  x f32[N,1,8,8], target i64[N]" in out
+    assert "outputs: loss f32[], output f32[N,3]" in out
+    params = [a for k, a in plan.state_dict().items() if plan.graph.state_roles[k] == "param"]
+    count, nbytes = sum(a.size for a in params), sum(a.nbytes for a in params)
+    assert count == 64 * 10 + 10 + 10 * 3 + 3
+    assert f"parameters: 4 tensors, {count:,} values, {nbytes / 1024:.1f} KiB" in out, out
+    assert "training steps so far: 2" in out
+    assert "lr=0.1" in out
+    histogram = collections.Counter(n.op for n in plan.graph.nodes)
+    assert f"nodes: {len(plan.graph.nodes)}" in out
+    lines = out.splitlines()
+    for op, n in histogram.items():
+        assert any(line.split() == [op, str(n)] for line in lines), (op, n)
+
+
+def test_inspect_golden_file():
+    proc = graphc("inspect", GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "kind: training" in out and "producer: graphc 0.1.0" in out and "format: 1.0" in out
+    assert "inputs:  x f32[N,1,8,8], target i64[N]" in out
+    assert "parameters: 6 tensors, 243 values, 972 B" in out
+    assert "buffers: 3 tensors, 9 values, 40 B" in out
+    assert "training steps so far: 2" in out
+    assert "  conv2d " in out and "  max_pool2d_grad " in out
+    assert out.startswith(f"file: {GOLDEN}")
+
+
+def test_inspect_inference_plan(files):
+    proc = graphc("inspect", files / "cnn.graphc")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    plan = gc.load(files / "cnn.graphc")
+    assert "kind: inference" in out and "format: 1.0" in out and f"producer: graphc {gc.__version__}" in out
+    assert "inputs:  x f32[N,1,8,8]" in out
+    assert "outputs: output f32[N,3]" in out
+    histogram = collections.Counter(n.op for n in plan.graph.nodes)
+    lines = out.splitlines()
+    for op, n in histogram.items():
+        assert any(line.split() == [op, str(n)] for line in lines), (op, n)
+    assert "training steps" not in out
+
+
+def test_inspect_inference_plan_shows_weight_count_and_bytes(files):
+    """An exported plan's weights are constants (frozen), not state: inspect should still report
+    how many weight values the plan holds and their size. Today it prints neither."""
+    proc = graphc("inspect", files / "cnn.graphc")
+    plan = gc.load(files / "cnn.graphc")
+    arrays = [*plan.graph.constant_data.values(), *plan._state.values()]
+    count = sum(int(a.size) for a in arrays)
+    nbytes = sum(int(a.nbytes) for a in arrays)
+    assert count > 200  # conv + linear weights (BN folded in)
+    lines = [line for line in proc.stdout.splitlines() if f"{count:,}" in line]
+    assert lines, f"no line reports the {count:,} weight values:\n{proc.stdout}"
+    assert any(f"{nbytes / 1024:.1f} KiB" in line or f"{nbytes} B" in line for line in lines), lines
+
+
+def _golden_with_passes(path, passes):
+    outer = msgpack.unpackb(GOLDEN.read_bytes(), raw=False)
+    body = msgpack.unpackb(outer["body"], raw=False)
+    body["graph"]["meta"]["passes"] = passes
+    outer["body"] = msgpack.packb(body, use_bin_type=True)
+    outer["checksum"] = "sha256:" + hashlib.sha256(outer["body"]).hexdigest()
+    path.write_bytes(msgpack.packb(outer, use_bin_type=True))
+    gc.load(path)  # a valid plan as far as the loader is concerned
+    return path
+
+
+def test_inspect_loadable_file_with_odd_meta(tmp_path, capsys):
+    """graph.meta is free-form plain data (docs/format.md) and the loader accepts these files, but
+    describe_plan indexes meta['passes'] entries as dicts with name/nodes_before/nodes_after:
+    today inspect dies with a KeyError/TypeError traceback (exit status 1)."""
+    proc = graphc("inspect", _golden_with_passes(tmp_path / "a.graphc", [{"name": "fold_bn"}]))
+    assert "Traceback" not in proc.stderr, proc.stderr[-300:]
+    if proc.returncode != 0:
+        assert_one_line_error(proc)
+    from graphc.cli import main
+
+    for k, passes in enumerate(("fold_bn", [1])):  # in-process: an exception here is the traceback
+        status = main(["inspect", str(_golden_with_passes(tmp_path / f"{k}.graphc", passes))])
+        assert status in (0, 2)
+        capsys.readouterr()
+
+
+# ---- run -----------------------------------------------------------------------------------------
+def test_run_writes_the_same_array_as_load(files, tmp_path):
+    for name in ("x.npy", "x7.npy"):  # the batch dim is symbolic
+        out = tmp_path / f"out_{name}"
+        proc = graphc("run", files / "cnn.graphc", "--input", files / name, "--output", out)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
+        expected = gc.load(files / "cnn.graphc")(np.load(files / name))
+        got = np.load(out)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert np.array_equal(got, expected)
+        assert f"wrote {out}" in proc.stdout
+
+
+def test_run_several_outputs_to_npz(files, tmp_path):
+    out = tmp_path / "out.npz"
+    proc = graphc("run", files / "two.graphc", "--input", files / "t.npy", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    a, b = gc.load(files / "two.graphc")(np.load(files / "t.npy"))
+    with np.load(out) as got:
+        assert sorted(got.files) == ["output0", "output1"]
+        assert np.array_equal(got["output0"], a) and np.array_equal(got["output1"], b)
+    proc = graphc("run", files / "two.graphc", "--input", files / "t.npy", "--output", tmp_path / "out.npy")
+    assert_one_line_error(proc, ".npz")
+
+
+def test_run_output_path_is_the_one_reported(files, tmp_path):
+    """np.save appends '.npy' to other names: the CLI reports 'wrote out.bin' while the array
+    is in out.bin.npy. The file the CLI names must exist (or the name must be refused)."""
+    out = tmp_path / "out.bin"
+    proc = graphc("run", files / "cnn.graphc", "--input", files / "x.npy", "--output", out)
+    if proc.returncode == 2:
+        assert_one_line_error(proc)
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out}:" in proc.stdout
+    assert out.exists(), f"the CLI said it wrote {out.name}, but the folder has {os.listdir(tmp_path)}"
+
+
+# ---- errors --------------------------------------------------------------------------------------
+def test_error_missing_plan_file(files, tmp_path):
+    assert_one_line_error(graphc("inspect", tmp_path / "nope.graphc"), "nope.graphc")
+    assert_one_line_error(graphc("run", tmp_path / "nope.graphc", "--input", files / "x.npy",
+                                 "--output", tmp_path / "o.npy"), "nope.graphc")
+
+
+def test_error_truncated_or_empty_plan_file(files, tmp_path):
+    for name in ("truncated.graphc", "empty.graphc"):
+        assert_one_line_error(graphc("inspect", files / name), "invalid plan file")
+    assert_one_line_error(graphc("run", files / "truncated.graphc", "--input", files / "x.npy",
+                                 "--output", tmp_path / "o.npy"), "invalid plan file")
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_error_training_plan_given_to_run(files, tmp_path):
+    assert_one_line_error(graphc("run", files / "train.graphc", "--input", files / "x.npy",
+                                 "--output", tmp_path / "o.npy"), "training plan")
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_error_wrong_input_shape_dtype_or_count(files, tmp_path):
+    line = assert_one_line_error(graphc("run", files / "cnn.graphc", "--input", files / "x_wrong_shape.npy",
+                                        "--output", tmp_path / "o.npy"))
+    assert "f32[N,1,8,8]" in line and "f32[5,1,6,6]" in line, line
+    assert_one_line_error(graphc("run", files / "cnn.graphc", "--input", files / "x_f64.npy",
+                                 "--output", tmp_path / "o.npy"), "f64")
+    assert_one_line_error(graphc("run", files / "cnn.graphc", "--input", files / "x.npy", "--input",
+                                 files / "x.npy", "--output", tmp_path / "o.npy"), "input")
+    assert not (tmp_path / "o.npy").exists()
+
+
+@pytest.mark.parametrize("name", ["garbage.npy", "truncated.npy", "object.npy", "missing.npy", "empty.npy"])
+def test_error_unreadable_npy(files, tmp_path, name):
+    line = assert_one_line_error(graphc("run", files / "cnn.graphc", "--input", files / name,
+                                        "--output", tmp_path / "o.npy"))
+    assert name in line
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_error_unwritable_output(files, tmp_path):
+    assert_one_line_error(graphc("run", files / "cnn.graphc", "--input", files / "x.npy",
+                                 "--output", tmp_path / "no" / "such" / "dir" / "o.npy"))
+
+
+def test_usage_errors_exit_2(files):
+    for args in (("frobnicate",), ("run", files / "cnn.graphc")):  # unknown command, no --input/--output
+        proc = graphc(*args)
+        assert proc.returncode == 2, args
+        assert "Traceback" not in proc.stderr
+        assert "usage: graphc" in proc.stderr
+
+
+# ---- entry points --------------------------------------------------------------------------------
+@pytest.mark.skipif(not CONSOLE_SCRIPT.exists(), reason=f"no console script at {CONSOLE_SCRIPT}")
+def test_console_script(files, tmp_path):
+    proc = graphc("inspect", files / "cnn.graphc", exe=CONSOLE_SCRIPT)
+    assert proc.returncode == 0, proc.stderr
+    assert "kind: inference" in proc.stdout
+    out = tmp_path / "o.npy"
+    proc = graphc("run", files / "cnn.graphc", "--input", files / "x.npy", "--output", out, exe=CONSOLE_SCRIPT)
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.load(out), gc.load(files / "cnn.graphc")(np.load(files / "x.npy")))
+    assert_one_line_error(graphc("inspect", files / "truncated.graphc", exe=CONSOLE_SCRIPT), "invalid plan file")
+
+
+def test_main_function_returns_status(files, tmp_path, capsys):
+    """``graphc.cli.main`` in-process, for more error cases without a process each."""
+    from graphc.cli import main
+
+    assert main(["inspect", str(files / "cnn.graphc")]) == 0
+    assert "kind: inference" in capsys.readouterr().out
+    for argv in (["inspect", str(files / "truncated.graphc")], ["inspect", str(files / "x.npy")],
+                 ["inspect", str(tmp_path)], ["inspect", str(files / "garbage.npy")],
+                 ["run", str(files / "two.graphc"), "--input", str(files / "x.npy"), "--output", str(tmp_path / "o.npz")],
+                 ["run", str(files / "cnn.graphc"), "--input", str(tmp_path), "--output", str(tmp_path / "o.npy")]):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.err.startswith("graphc: error:") and len(captured.err.strip().splitlines()) == 1, argv
+        assert captured.out == ""
+    assert os.listdir(tmp_path) == []
