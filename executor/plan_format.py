@@ -79,6 +79,8 @@ def decode_type(shape, dtype, where: str) -> TensorType:
         fail(f"{where} has rank {len(shape)} (at most {MAX_RANK})")
     for d in shape:
         if isinstance(d, str):
+            if len(d) > 32:  # "N*4096" is short; refuse long strings before parsing them
+                fail(f"{where} has a symbolic dim of {len(d)} characters")
             try:
                 coef, _ = dim_poly(d)
             except GraphcError:
@@ -129,8 +131,22 @@ def decode_graph(data: dict) -> tuple[Graph, list]:
         if not isinstance(name, str) or name not in graph.state:
             fail(f"update of unknown state {name!r}")
         graph.updates[name] = take(i, "graph.updates")
-    graph.meta = check_plain(field(data, "meta", dict, "graph"), "graph.meta")
+    graph.meta = check_meta(check_plain(field(data, "meta", dict, "graph"), "graph.meta"))
     return graph, constants
+
+
+def check_meta(meta: dict) -> dict:
+    """The graph-meta fields graphc reads back must have the shapes it writes."""
+    passes = meta.get("passes", [])
+    if not isinstance(passes, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("name"), str)
+            and all(isinstance(p.get(k), int) and not isinstance(p.get(k), bool) for k in ("nodes_before", "nodes_after"))
+            for p in passes):
+        fail("graph.meta.passes should be a list of {name, nodes_before, nodes_after}")
+    hyper = meta.get("hyper_inputs", [])
+    if not isinstance(hyper, list) or not all(isinstance(h, str) for h in hyper):
+        fail("graph.meta.hyper_inputs should be a list of input names")
+    return meta
 
 
 def _decode_values(raw: list) -> list:

@@ -42,6 +42,8 @@ class Program:
                 runs.append(backend.kernels[node.op](spec))
             except GraphcError as e:
                 raise e.located(node.location()) from None
+            except (ValueError, TypeError, ArithmeticError, IndexError, MemoryError) as e:
+                raise GraphcError(f"cannot prepare kernel {node.op!r}: {e}", node.location()) from e
             specs.append(spec)
             for v in node.outputs:
                 self._slot(v, batch)

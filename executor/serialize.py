@@ -130,9 +130,12 @@ def _unpack(data: bytes, what: str, max_bin_len: int):
         fail(f"the {what} is not valid msgpack ({type(e).__name__}: {e})")
 
 
-def decode_tensors(records) -> dict:
-    """Check every record (dtype allowlist, shape, byte count) before building any array."""
+def decode_tensors(records, expected: dict) -> dict:
+    """Check every record (name, dtype allowlist, shape, byte count) against the graph's
+    ``expected`` types before building any array."""
     expect(records, list, "tensors")
+    if len(records) != len(expected):
+        fail(f"{len(records)} tensors stored, the graph needs {len(expected)}")
     arrays = {}
     for k, rec in enumerate(records):
         where = f"tensor {k}"
@@ -140,6 +143,8 @@ def decode_tensors(records) -> dict:
         name = field(rec, "name", str, where)
         if name in arrays:
             fail(f"duplicate tensor name {name!r}")
+        if name not in expected:
+            fail(f"tensor {name!r} is not a state entry or constant of the graph")
         dtype = field(rec, "dtype", str, where)
         if dtype not in DTYPES:
             fail(f"tensor {name!r} has dtype {dtype!r}, not one of {sorted(DTYPES)}")
@@ -149,6 +154,9 @@ def decode_tensors(records) -> dict:
             if not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM):
                 fail(f"tensor {name!r} has a bad dim {d!r}")
             count *= d  # Python ints: no overflow
+        want = expected[name]
+        if tuple(shape) != want.shape or DTYPES[dtype] is not want.dtype:
+            fail(f"tensor {name!r} is {dtype}{shape}, the graph says {want}")
         data = field(rec, "data", bytes, where)
         np_dtype = DTYPES[dtype].numpy.newbyteorder("<")
         if count * np_dtype.itemsize != len(data):
@@ -174,12 +182,15 @@ def plan_from_bytes(data: bytes, device="cpu"):
     body = doc["body"]
     try:
         graph, constants = decode_graph(field(body, "graph", dict, "body"))
-        arrays = decode_tensors(field(body, "tensors", list, "body"))
-        _attach(graph, constants, arrays)
+        expected = {v.name: v.type for v in [*graph.state.values(), *constants]}
+        arrays = decode_tensors(field(body, "tensors", list, "body"), expected)
+        for value in constants:
+            graph.add_constant(value, arrays[value.name])
         verify_loaded(graph)
+        _check_kind(doc["kind"], graph)
         groups = _param_groups(field(body, "param_groups", list, "body"), graph)
         rng_state = _decode_rng(field(body, "rng", dict, "body"))
-        metadata = check_plain(body.get("metadata", {}), "metadata")
+        metadata = check_plain(expect(body.get("metadata", {}), dict, "metadata"), "metadata")
     except PlanFormatError:
         raise
     except (GraphcError, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as e:
@@ -193,18 +204,13 @@ def plan_from_bytes(data: bytes, device="cpu"):
     return plan
 
 
-def _attach(graph, constants, arrays: dict) -> None:
-    expected = [*graph.state.values(), *constants]
-    if len(arrays) != len(expected):
-        fail(f"{len(arrays)} tensors stored, the graph needs {len(expected)}")
-    for value in expected:
-        array = arrays.get(value.name)
-        if array is None:
-            fail(f"tensor for %{value.name} is missing")
-        if array.shape != value.type.shape or array.dtype != value.type.dtype.numpy:
-            fail(f"tensor %{value.name} is {array.dtype}{list(array.shape)}, the graph says {value.type}")
-    for value in constants:
-        graph.add_constant(value, arrays[value.name])
+def _check_kind(kind: str, graph) -> None:
+    if not graph.outputs:
+        fail("the graph has no outputs")
+    if kind == "training":
+        loss = graph.outputs[0].type
+        if loss.shape != () or not loss.dtype.is_float:
+            fail(f"a training plan's first output must be the scalar loss, got {loss}")
 
 
 def _param_groups(groups: list, graph) -> list:

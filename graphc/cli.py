@@ -43,6 +43,10 @@ def describe_plan(plan, path: str = "") -> str:
             count = sum(int(a.size) for a in arrays)
             nbytes = sum(int(a.nbytes) for a in arrays)
             lines.append(f"{title}: {len(arrays)} tensors, {count:,} values, {_fmt_bytes(nbytes)}")
+    frozen = list(g.constant_data.values())
+    if frozen:
+        lines.append(f"constants (frozen weights): {len(frozen)} tensors, {sum(int(a.size) for a in frozen):,} values, "
+                     f"{_fmt_bytes(sum(int(a.nbytes) for a in frozen))}")
     if plan.kind == "training":
         lines.append(f"training steps so far: {plan.step_count}")
     for entry in g.meta.get("passes", []):
@@ -70,16 +74,17 @@ def _run(args) -> int:
     for path in args.input:
         try:
             inputs.append(np.load(path, allow_pickle=False))
-        except (OSError, ValueError) as e:
-            raise GraphcError(f"cannot read input {path}: {e}") from None
+        except (OSError, ValueError, EOFError) as e:
+            raise GraphcError(f"cannot read input {path}: {e or type(e).__name__}") from None
     outputs = plan.run(inputs)
     arrays = [plan.backend.to_numpy(o) for o in outputs]
-    if len(arrays) == 1 and not args.output.endswith(".npz"):
-        np.save(args.output, arrays[0])
-    elif args.output.endswith(".npz"):
-        np.savez(args.output, **dict(zip(plan.output_names, arrays)))
-    else:
+    if len(arrays) > 1 and not args.output.endswith(".npz"):
         raise GraphcError(f"the plan has {len(arrays)} outputs: use an --output path ending in .npz")
+    with open(args.output, "wb") as f:  # a file object: numpy must not append ".npy" to the name
+        if args.output.endswith(".npz"):
+            np.savez(f, **dict(zip(plan.output_names, arrays)))
+        else:
+            np.save(f, arrays[0])
     print(f"wrote {args.output}: " + ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in zip(plan.output_names, arrays)))
     return 0
 

@@ -46,14 +46,23 @@ def _vjp_conv2d(b, node, cts, needs):
     return grads
 
 
+def _expect_same(actual, expected, op: str, what: str) -> None:
+    if actual.shape != expected.shape:
+        raise ShapeError(f"{op}: {what} {actual} does not match the forward's {expected}")
+
+
 def _conv2d_grad_input(in_types, attrs):
     g, w = in_types
-    return [TensorType(tuple(attrs["input_shape"]), g.dtype)]
+    x = TensorType(tuple(attrs["input_shape"]), g.dtype)
+    _expect_same(g, _conv2d([x, w], attrs)[0], "conv2d_grad_input", "cotangent")
+    return [x]
 
 
 def _conv2d_grad_weight(in_types, attrs):
     g, x = in_types
-    return [TensorType(tuple(attrs["weight_shape"]), g.dtype)]
+    w = TensorType(tuple(attrs["weight_shape"]), g.dtype)
+    _expect_same(g, _conv2d([x, w], attrs)[0], "conv2d_grad_weight", "cotangent")
+    return [w]
 
 
 def _pool(name):
@@ -82,14 +91,18 @@ def _vjp_avg_pool2d(b, node, cts, needs):
     return [b.emit1("avg_pool2d_grad", [cts[0]], {**node.attrs, "input_shape": list(node.inputs[0].type.shape)})]
 
 
-def _pool_grad_like(index):
-    def rule(in_types, attrs):
-        return [in_types[index]]
-    return rule
+def _max_pool2d_grad(in_types, attrs):
+    g, x, y = in_types
+    out = _pool("max_pool2d")([x], attrs)[0]
+    _expect_same(y, out, "max_pool2d_grad", "output")
+    _expect_same(g, out, "max_pool2d_grad", "cotangent")
+    return [x]
 
 
 def _avg_pool2d_grad(in_types, attrs):
-    return [TensorType(tuple(attrs["input_shape"]), in_types[0].dtype)]
+    x = TensorType(tuple(attrs["input_shape"]), in_types[0].dtype)
+    _expect_same(in_types[0], _pool("avg_pool2d")([x], attrs)[0], "avg_pool2d_grad", "cotangent")
+    return [x]
 
 
 def _adaptive_avg_pool2d(in_types, attrs):
@@ -110,6 +123,8 @@ def _vjp_adaptive(b, node, cts, needs):
 
 def _adaptive_grad(in_types, attrs):
     g = in_types[0]
+    need_rank(g, (4,), "adaptive_avg_pool2d_grad")
+    check_pairs(attrs, "adaptive_avg_pool2d_grad", {"input_size": 1})
     return [g.with_shape(g.shape[:2] + tuple(attrs["input_size"]))]
 
 
@@ -124,7 +139,7 @@ register(OpDef("conv2d_grad_input", _conv2d_grad_input, attrs={**_CONV, "input_s
 register(OpDef("conv2d_grad_weight", _conv2d_grad_weight, attrs={**_CONV, "weight_shape": Attr("ints")},
                inputs=(2, 2), doc="(g, x) -> dL/dw of conv2d"))
 register(OpDef("max_pool2d", _pool("max_pool2d"), attrs=_MAX_POOL, vjp=_vjp_max_pool2d))
-register(OpDef("max_pool2d_grad", _pool_grad_like(1), attrs=_MAX_POOL, inputs=(3, 3),
+register(OpDef("max_pool2d_grad", _max_pool2d_grad, attrs=_MAX_POOL, inputs=(3, 3),
                doc="(g, x, y) -> dL/dx: each window's gradient goes to its first maximum"))
 register(OpDef("avg_pool2d", _pool("avg_pool2d"), attrs=_AVG_POOL, vjp=_vjp_avg_pool2d))
 register(OpDef("avg_pool2d_grad", _avg_pool2d_grad, attrs={**_AVG_POOL, "input_shape": Attr("dims")}))

@@ -171,7 +171,14 @@ register(OpDef("logical_not", _logical_not))
 register(OpDef("where", _where, inputs=(3, 3), vjp=_vjp_where, doc="cond ? a : b with broadcasting"))
 register(OpDef("cast", _cast, attrs={"dtype": Attr("dtype")}, vjp=_vjp_cast, doc="convert dtype"))
 
+def _same_shape_grad(in_types, attrs):
+    g, y = in_types
+    if g.shape != y.shape:
+        raise ShapeError(f"cotangent {g} does not match the forward output {y}")
+    return _binary(in_types, attrs)
+
+
 for _name, _doc in (("relu_grad", "g * (y > 0): relu's backward from its output"),
                     ("sigmoid_grad", "g * y * (1 - y): sigmoid's backward from its output"),
                     ("tanh_grad", "g * (1 - y*y): tanh's backward from its output")):
-    register(OpDef(_name, _binary, inputs=(2, 2), doc=_doc))
+    register(OpDef(_name, _same_shape_grad, inputs=(2, 2), doc=_doc))

@@ -93,6 +93,11 @@ def _vjp_conv_bn_train(b, node, cts, needs):
 
 def _conv_bn_train_grad(in_types, attrs):
     g, x, w, conv_out, y, gamma, mean, invstd = in_types
+    out = _conv2d([x, w], attrs)[0]
+    for what, t in (("cotangent", g), ("conv output", conv_out), ("output", y)):
+        if t.shape != out.shape:
+            raise GraphcError(f"conv_bn_train_grad: {what} {t} does not match the convolution's {out}")
+    _check_channel_params(out, [gamma, mean, invstd], "conv_bn_train_grad")
     outs = [x] if attrs["input_grad"] else []
     outs.append(w)
     if attrs["has_bias"]:

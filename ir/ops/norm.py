@@ -66,8 +66,11 @@ def _vjp_batch_norm_train(b, node, cts, needs):
 
 
 def _batch_norm_train_grad(in_types, attrs):
-    g, x, w = in_types[:3]
-    return [x, w, w]
+    g, x = in_types[:2]
+    if g.shape != x.shape:
+        raise ShapeError(f"batch_norm_train_grad: cotangent {g} does not match input {x}")
+    stat = _check_channel_params(x, in_types[2:], "batch_norm_train_grad")
+    return [x, stat, stat]
 
 
 def _dropout(in_types, attrs):
