@@ -19,7 +19,7 @@ from .creation import (abs, cat, concat, exp, from_numpy, full, log, matmul, max
                        rand, randn, relu, sigmoid, sqrt, tanh, tensor, where, zeros)
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
-from . import data, optim  # noqa: E402
+from . import data, debug, optim  # noqa: E402
 from . import viz  # noqa: E402
 from .executor import Plan  # noqa: E402
 
@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DType", "DeviceError", "GraphcError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
-    "VerifyError", "abs", "bool_", "cat", "compile", "concat", "data", "exp", "export", "float16", "float32", "float64",
+    "VerifyError", "abs", "bool_", "cat", "compile", "concat", "data", "debug", "exp", "export", "float16", "float32", "float64",
     "from_numpy", "full", "int64", "load", "log", "manual_seed", "optim", "matmul", "maximum", "minimum", "nn", "ones", "rand",
     "randn", "relu", "sigmoid", "sqrt", "tanh", "tensor", "trace", "viz", "where", "zeros",
 ]

@@ -85,6 +85,8 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     """
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    if hasattr(model, "to"):
+        model.to(device)  # the plan shares the model's storage, so it lives on the plan's device
     if loss_fn is not None or optimizer is not None:
         from .training import compile_training
 
