@@ -87,28 +87,30 @@ def _conv2d(xp, spec):
 
 
 def _conv2d_grad_input(xp, spec):
-    """Per kernel offset: one GEMM into a reused buffer, then a strided slice-add."""
+    """Per kernel offset: one GEMM into a reused buffer, then a slice-add into a padded,
+    channel-first accumulator (same axis order as the GEMM result: contiguous rows)."""
     geo = _ConvGeometry(spec, spec.out_types[0], spec.in_types[1], spec.in_types[0])
-    n, c, o, g, l = geo.n, geo.c, geo.o, geo.groups, geo.l
+    n, c, o, g, l, cg = geo.n, geo.c, geo.o, geo.groups, geo.l, geo.cg
     (sh, sw), (ph, pw), (dh, dw) = geo.stride, geo.padding, geo.dilation
-    oh, ow = geo.oh, geo.ow
-    gx = xp.zeros((n, c, geo.h + 2 * ph, geo.w + 2 * pw), dtype=geo.dtype)
-    g_t = xp.empty((g, o // g, n, l), dtype=geo.dtype)  # the cotangent with images next to pixels
-    part = xp.empty((g, geo.cg, n, l), dtype=geo.dtype)
-    part_view = part.reshape(c, n, oh, ow).transpose(1, 0, 2, 3)
+    oh, ow, kh, kw = geo.oh, geo.ow, geo.kh, geo.kw
+    acc = xp.zeros((g, cg, n, geo.h + 2 * ph, geo.w + 2 * pw), dtype=geo.dtype)
+    g_t = xp.empty((g, o // g, n * l), dtype=geo.dtype)  # the cotangent with images next to pixels
+    w_t = xp.empty((kh, kw, g, cg, o // g), dtype=geo.dtype)  # contiguous (cg x og) blocks keep BLAS
+    part = xp.empty((g, cg, n * l), dtype=geo.dtype)
+    part_view = part.reshape(g, cg, n, oh, ow)
 
     def run(grad, weight, out=None):
-        xp.copyto(g_t, grad.reshape(n, g, o // g, l).transpose(1, 2, 0, 3))
-        wt = weight.reshape(g, o // g, geo.cg, geo.kh, geo.kw)
-        gx.fill(0)
-        for i in range(geo.kh):
-            for j in range(geo.kw):
-                xp.matmul(wt[:, :, :, i, j].transpose(0, 2, 1), g_t.reshape(g, o // g, n * l),
-                          out=part.reshape(g, geo.cg, n * l))
-                gx[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += part_view
-        inner = gx[:, :, ph:ph + geo.h, pw:pw + geo.w]
+        xp.copyto(g_t.reshape(g, o // g, n, l), grad.reshape(n, g, o // g, l).transpose(1, 2, 0, 3))
+        xp.copyto(w_t, weight.reshape(g, o // g, cg, kh, kw).transpose(3, 4, 0, 2, 1))
+        acc.fill(0)
+        for i in range(kh):
+            for j in range(kw):
+                for gi in range(g):
+                    xp.matmul(w_t[i, j, gi], g_t[gi], out=part[gi])
+                acc[:, :, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += part_view
+        inner = acc[:, :, :, ph:ph + geo.h, pw:pw + geo.w].reshape(c, n, geo.h, geo.w).transpose(1, 0, 2, 3)
         if out is None:
-            return inner.copy()
+            return xp.ascontiguousarray(inner)
         xp.copyto(out, inner)
         return out
     return writes_out(run)

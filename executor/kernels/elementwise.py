@@ -86,9 +86,11 @@ def _cast(xp, spec):
 
 
 def _relu_grad(xp, spec):
+    positive = xp.empty(spec.in_types[1].shape, dtype=bool)  # reused every step
+
     def run(g, y, out=None):
-        mask = xp.heaviside(y, 0, out=out)  # 1 where y > 0, else 0: no boolean temporary
-        return xp.multiply(mask, g, out=mask)
+        xp.greater(y, 0, out=positive)
+        return xp.multiply(g, positive, out=out)
     return writes_out(run)
 
 

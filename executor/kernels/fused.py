@@ -66,13 +66,14 @@ def _conv_bn_train_grad(xp, spec):
     relu, has_bias = a["relu"], a["has_bias"]
     dtype = conv_t.dtype.numpy
     masked = xp.empty(conv_t.shape, dtype=dtype)
+    positive = xp.empty(conv_t.shape, dtype=bool)
     g_conv = xp.empty(conv_t.shape, dtype=dtype)
 
     def run(g, x, w, conv_out, y, gamma, mean, invstd, out=None):
         outs = list(_outs(xp, spec, out))
         if relu:
-            xp.heaviside(y, 0, out=masked)
-            g = xp.multiply(masked, g, out=masked)
+            xp.greater(y, 0, out=positive)
+            g = xp.multiply(g, positive, out=masked)
         g_gamma, g_beta = outs[-2:]
         bn_grad(g, conv_out, gamma, mean, invstd, out=(g_conv, g_gamma, g_beta))
         k = 0
