@@ -89,6 +89,14 @@ def _run(args) -> int:
     return 0
 
 
+def _viz(args) -> int:
+    from .viz import write_plan_file_viz
+
+    path = write_plan_file_viz(args.file, args.output, collapse_modules=args.collapse)
+    print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphc", description="graphc: a static-graph deep-learning compiler")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", action="append", required=True, help="an input .npy file (repeat, in order)")
     run.add_argument("--output", required=True, help="output .npy (or .npz for several outputs)")
     run.set_defaults(func=_run)
+    viz = sub.add_parser("viz", help="draw a saved plan (.svg, .html, .dot or .txt)")
+    viz.add_argument("file")
+    viz.add_argument("-o", "--output", required=True, help="output path; the extension picks the format")
+    viz.add_argument("--collapse", action="store_true", help="draw each top-level module as one node")
+    viz.set_defaults(func=_viz)
     return parser
 
 

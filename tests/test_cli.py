@@ -294,3 +294,14 @@ def test_main_function_returns_status(files, tmp_path, capsys):
         assert captured.err.startswith("graphc: error:") and len(captured.err.strip().splitlines()) == 1, argv
         assert captured.out == ""
     assert os.listdir(tmp_path) == []
+
+
+# ---- viz -----------------------------------------------------------------------------------------
+def test_viz_writes_each_format_and_refuses_unknown_extensions(files, tmp_path):
+    for ext in ("svg", "html", "dot", "txt"):
+        out = tmp_path / f"graph.{ext}"
+        proc = graphc("viz", files / "cnn.graphc", "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        assert out.stat().st_size > 0
+    proc = graphc("viz", files / "cnn.graphc", "-o", tmp_path / "graph.xyz")
+    assert_one_line_error(proc)
