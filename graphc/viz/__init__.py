@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 from ..ir.errors import GraphcError
@@ -53,7 +54,14 @@ def _check_layout(layout: str) -> None:
 
 
 def to_text(plan_or_graph) -> str:
-    """The IR as text (``str(graph)``)."""
+    """The IR as text (``str(graph)``).
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc import nn
+    >>> plan = gc.compile(nn.Linear(4, 2).eval(), example_inputs=(np.zeros((2, 4), np.float32),))
+    >>> print(to_text(plan).splitlines()[-3])
+      %0:f32[N,2] = linear(%x, %weight, %bias)  # ...
+    """
     return str(_graph(plan_or_graph))
 
 
@@ -76,9 +84,10 @@ def _svg(vg: VizGraph, layout: str, inline: bool) -> str:
     if layout == "dot" or (layout == "auto" and _dot.dot_program() is not None):
         try:
             return _dot.run_dot(_dot.dot_text(vg))
-        except GraphcError:
+        except GraphcError as exc:
             if layout == "dot":
                 raise
+            warnings.warn(f"{exc}; using graphc's own layout", RuntimeWarning, stacklevel=3)
     return render(vg, inline=inline)
 
 

@@ -114,7 +114,8 @@ def _legend(vg: VizGraph) -> list:
     if any(n.fused for n in vg.nodes.values()):
         s = PHASE_STYLE["forward"]
         names.append("legend_fused")
-        out.append(f'    "legend_fused" [label="fused op", peripheries=2, fillcolor="{s["fill"]}", color="{s["stroke"]}"];')
+        out.append(f'    "legend_fused" [label="fused op", peripheries=2, fillcolor="{s["fill"]}", '
+                   f'color="{s["stroke"]}"];')
     for kind, s in LEAF_STYLE.items():
         if kind in vg.kinds():
             names.append(f"legend_{kind}")

@@ -319,6 +319,8 @@ def _route(vg: VizGraph, lay: Layout, layer: dict) -> list:
     taken = _Boxes()
     for x, y, w, h in lay.nodes.values():
         taken.add((x, y, x + w, y + h))
+    for cid, (x, y, w, h) in lay.clusters.items():  # cluster titles
+        taken.add((x + 5, y + 2, x + 9 + text_width(vg.clusters[cid].label, CLUSTER_FONT), y + 17))
     routed = []
     for e in sorted(vg.edges, key=lambda e: layer[e.dst] - layer[e.src]):  # short edges pick first
         x1, (sx, sy, sw, sh) = port_out[e.id], lay.nodes[e.src]

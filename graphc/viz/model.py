@@ -141,7 +141,8 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
         nid = f"n{i}"
         fused = str(node.meta.get("fused") or "")
         info = {"title": ", ".join(f"%{v.name}" for v in node.outputs) + f" = {node.op}", "op": node.op,
-                "phase": phase, "module": path, "module_type": node.meta.get("module_type", ""),
+                "phase": phase, "module": node.meta.get("module") or "",
+                "module_type": node.meta.get("module_type", ""),
                 "source": node.meta.get("source", ""), "pass": node.meta.get("pass", ""), "fused": fused,
                 "grad_of": node.meta.get("grad_of", ""),
                 "attrs": {k: format_attrs({k: v})[1:-1].partition("=")[2] for k, v in node.attrs.items()},
@@ -157,12 +158,12 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
 
     # Optimizer ops shared by several parameters (CSE keeps the first parameter's meta, e.g.
     # Adam's bias corrections) belong to no single parameter: lift them to the common cluster.
-    users = graph.users()
+    readers_of = graph.users()
     cluster_of = {id(node): vg.nodes[f"n{i}"].cluster for i, node in enumerate(graph.nodes)}
     for i in reversed(range(len(graph.nodes))):
         node, n = graph.nodes[i], vg.nodes[f"n{i}"]
         if n.phase == "update" and n.cluster is not None:
-            readers = {cluster_of[id(u)] for v in node.outputs for u in users.get(id(v), ())}
+            readers = {cluster_of[id(u)] for v in node.outputs for u in readers_of.get(id(v), ())}
             if len(readers | {n.cluster}) > 1:
                 n.cluster = cluster_of[id(node)] = _common_cluster(vg, [n.cluster, *sorted(readers, key=str)])
     leaves = {id(v): v for v in graph.leaf_values()}

@@ -77,7 +77,8 @@ def _legend_svg(vg: VizGraph, x0: float, y0: float) -> list:
             else:
                 out.append(f'<path d="M{x:.1f},{y + 8:.1f} H{x + 28:.1f}" stroke="{EDGE_COLOR}" '
                            'marker-end="url(#gc-arrow)"/>')
-            out.append(f'<text x="{x + 36:.1f}" y="{y + 12:.1f}" font-size="10" fill="#334155">{xml_text(label)}</text>')
+            out.append(f'<text x="{x + 36:.1f}" y="{y + 12:.1f}" font-size="10" fill="#334155">'
+                       f'{xml_text(label)}</text>')
     out.append("</g>")
     return out
 
@@ -133,14 +134,15 @@ def render(vg: VizGraph, inline: bool = False, lay: Layout | None = None) -> str
     ]
     out += _legend_svg(vg, 16, TITLE_H)
     out.append('<g class="clusters">')
+    titles = []  # drawn over the edges, with a halo, so a line through a title never hides it
     for cid, (x, y, w, h) in lay.clusters.items():
         c = vg.clusters[cid]
         s = CLUSTER_STYLE[c.phase]
         out.append(f'<g class="cluster phase-{c.phase}" id="{cid}"><title>{xml_text(c.label)}</title>'
                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{s["fill"]}" '
-                   f'fill-opacity="0.65" stroke="{s["stroke"]}" stroke-dasharray="5 3"/>'
-                   f'<text x="{x + 7:.1f}" y="{y + 13:.1f}" font-size="{CLUSTER_FONT}" fill="{s["stroke"]}">'
-                   f'{xml_text(c.label)}</text></g>')
+                   f'fill-opacity="0.65" stroke="{s["stroke"]}" stroke-dasharray="5 3"/></g>')
+        titles.append(f'<text class="cluster-title" data-cluster="{cid}" x="{x + 7:.1f}" y="{y + 13:.1f}" '
+                      f'fill="{s["stroke"]}" stroke="{s["fill"]}">{xml_text(c.label)}</text>')
     out.append('</g><g class="edges" fill="none">')
     labels = []
     for e, d, label_at in lay.edges:
@@ -152,6 +154,9 @@ def render(vg: VizGraph, inline: bool = False, lay: Layout | None = None) -> str
         if label_at is not None:
             labels.append(f'<text class="edge-label" data-edge="{e.id}" x="{label_at[0]:.1f}" '
                           f'y="{label_at[1] + 3:.1f}">{xml_text(e.label)}</text>')
+    out.append(f'</g><g class="cluster-titles" font-size="{CLUSTER_FONT}" stroke-width="3" paint-order="stroke" '
+               'stroke-linejoin="round">')
+    out += titles
     out.append("</g>")
     out.append(f'<g class="edge-labels" font-size="{EDGE_FONT}" text-anchor="middle" fill="{EDGE_LABEL_COLOR}" '
                'stroke="#ffffff" stroke-width="3" paint-order="stroke" stroke-linejoin="round">')
