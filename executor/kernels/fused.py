@@ -2,18 +2,16 @@
 from __future__ import annotations
 
 from .base import writes_out
-from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight
+from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight, _linear
 from .norm import _batch_norm_train, _batch_norm_train_grad, _outs, channel_layout
 
 
 def _linear_relu(xp, spec):
-    has_bias = len(spec.in_types) == 3
+    linear = _linear(xp, spec)
 
-    def run(x, w, b=None, out=None):
-        out = xp.matmul(x, w.T, out=out)
-        if has_bias:
-            out += b
-        return xp.maximum(out, 0, out=out)
+    def run(*args, out=None):
+        out = linear(*args, out=out)  # GEMM into the output buffer, bias in place,
+        return xp.maximum(out, 0, out=out)  # then relu in place
     return writes_out(run)
 
 
