@@ -45,12 +45,22 @@ def describe_plan(plan, path: str = "") -> str:
             lines.append(f"{title}: {len(arrays)} tensors, {count:,} values, {_fmt_bytes(nbytes)}")
     frozen = list(g.constant_data.values())
     if frozen:
-        lines.append(f"constants (frozen weights): {len(frozen)} tensors, {sum(int(a.size) for a in frozen):,} values, "
+        lines.append(f"constants: {len(frozen)} tensors, {sum(int(a.size) for a in frozen):,} values, "
                      f"{_fmt_bytes(sum(int(a.nbytes) for a in frozen))}")
     if plan.kind == "training":
         lines.append(f"training steps so far: {plan.step_count}")
     for entry in g.meta.get("passes", []):
         lines.append(f"pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
+    arenas = []
+    for batch in (1, 64):
+        try:
+            report = plan.memory_report(batch=batch)
+        except GraphcError:  # e.g. batch norm in training refuses batch 1
+            continue
+        arenas.append(f"{_fmt_bytes(report.arena_bytes)} at batch {batch} "
+                      f"({_fmt_bytes(report.unplanned_bytes)} without reuse)")
+    if arenas:
+        lines.append("activation arena: " + "; ".join(arenas))
     histogram = collections.Counter(n.op for n in g.nodes)
     lines.append(f"nodes: {len(g.nodes)}")
     lines += [f"  {op:<26} {count}" for op, count in histogram.most_common()]
