@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     # `graphc demo --help` lists the demo's own options (graphc.demo parses them)
     sub.add_parser("demo", help="train a CNN on the bundled digits, save, export, reload, draw", add_help=False)
+    sub.add_parser("bench", help="graphc vs PyTorch eager (when installed) on the benchmark workloads",
+                   add_help=False)
     inspect = sub.add_parser("inspect", help="describe a saved plan")
     inspect.add_argument("file")
     inspect.set_defaults(func=_inspect)
@@ -133,6 +135,10 @@ def main(argv=None) -> int:
     try:
         if argv[:1] == ["demo"]:
             return _demo(argv[1:])
+        if argv[:1] == ["bench"]:
+            from .bench import main as bench_main
+
+            return bench_main(argv[1:])
         args = build_parser().parse_args(argv)
         return args.func(args)
     except GraphcError as e:

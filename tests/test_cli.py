@@ -305,3 +305,13 @@ def test_viz_writes_each_format_and_refuses_unknown_extensions(files, tmp_path):
         assert out.stat().st_size > 0
     proc = graphc("viz", files / "cnn.graphc", "-o", tmp_path / "graph.xyz")
     assert_one_line_error(proc)
+
+
+# ---- bench ---------------------------------------------------------------------------------------
+def test_bench_help_and_a_small_part_run(capsys):
+    proc = graphc("bench", "--help")
+    assert proc.returncode == 0 and "graphc bench" in proc.stdout
+    from graphc import bench
+
+    bench.chain_overhead(1)
+    assert "us/node" in capsys.readouterr().out
