@@ -83,13 +83,13 @@ class Program:
         returned = {root[s] for s in self.output_slots}
         for s in returned | {root[slot[id(v)]] for v in graph.updates.values()}:
             last_read[s] = n  # read after the last step: by the caller, or by the copy into state
-        state_slots = {slot[id(v)]: name for name, v in graph.state.items()}
+        producer_of = {id(v): i for i, nd in enumerate(graph.nodes) for v in nd.outputs}
         # elementwise updates write straight into the state array once nothing reads the old value
         self.copy_back = []
         in_place = {}
         for name, value in graph.updates.items():
             s, target = slot[id(value)], slot[id(graph.state[name])]
-            producer = next((i for i, nd in enumerate(graph.nodes) if any(o is value for o in nd.outputs)), None)
+            producer = producer_of.get(id(value))
             if (producer is not None and kinds[producer] == "out" and graph.nodes[producer].op in IN_PLACE_SAFE
                     and root[s] == s and s not in returned and s not in in_place
                     and last_read.get(root[target], -1) <= producer and root[target] == target):
