@@ -44,21 +44,20 @@ def _batch_norm_train(xp, spec):
     unbias = count / (count - 1)
     dtype = spec.in_types[0].dtype.numpy
     centered = xp.empty(shape, dtype=dtype)
-    squared = xp.empty(shape, dtype=dtype)
 
     def run(x, w, b, running_mean, running_var, out=None):
         y, mean, invstd, new_mean, new_var = _outs(xp, spec, out)
         x.mean(axis=axes, out=mean)
         xp.subtract(x, mean.reshape(bshape), out=centered)
-        xp.multiply(centered, centered, out=squared)
-        var = squared.mean(axis=axes)
+        xp.multiply(centered, centered, out=y)  # y is scratch until the last two lines
+        var = y.mean(axis=axes)
         xp.add(var, eps, out=invstd)
         xp.sqrt(invstd, out=invstd)
         xp.reciprocal(invstd, out=invstd)
-        xp.multiply(centered, (invstd * w).reshape(bshape), out=y)
-        y += b.reshape(bshape)
         xp.add(running_mean * (1 - momentum), mean * momentum, out=new_mean)
         xp.add(running_var * (1 - momentum), var * (momentum * unbias), out=new_var)
+        xp.multiply(centered, (invstd * w).reshape(bshape), out=y)
+        y += b.reshape(bshape)
         return y, mean, invstd, new_mean, new_var
     return writes_out(run)
 
@@ -71,20 +70,19 @@ def _batch_norm_train_grad(xp, spec):
         count *= shape[a]
     dtype = spec.in_types[1].dtype.numpy
     xhat = xp.empty(shape, dtype=dtype)
-    scratch = xp.empty(shape, dtype=dtype)
 
     def run(g, x, w, mean, invstd, out=None):
         gx, gw, gb = _outs(xp, spec, out)
         xp.subtract(x, mean.reshape(bshape), out=xhat)
         xp.multiply(xhat, invstd.reshape(bshape), out=xhat)
         g.sum(axis=axes, out=gb)
-        xp.multiply(g, xhat, out=scratch)
-        scratch.sum(axis=axes, out=gw)
+        xp.multiply(g, xhat, out=gx)  # gx is scratch here
+        gx.sum(axis=axes, out=gw)
         # dx = w * invstd / M * (M * g - sum(g) - xhat * sum(g * xhat))
-        xp.multiply(xhat, gw.reshape(bshape), out=scratch)
+        xp.multiply(xhat, gw.reshape(bshape), out=xhat)
         xp.multiply(g, count, out=gx)
         gx -= gb.reshape(bshape)
-        gx -= scratch
+        gx -= xhat
         gx *= (w * invstd / count).reshape(bshape)
         return gx, gw, gb
     return writes_out(run)
