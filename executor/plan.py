@@ -89,6 +89,11 @@ class Plan:
             if v.type.rank and v.type.shape[0] == BATCH and a.ndim:
                 batch = a.shape[0]
                 break
+        fixed = self.graph.meta.get("fixed_batch")
+        if fixed and batch is not None and batch != fixed["size"]:
+            raise ShapeError(f"this plan only runs at batch size {fixed['size']}, got {batch}: the traced code used "
+                             f"the batch size as a plain number ({fixed['where']}); keep it symbolic "
+                             "(x.shape[0] in reshape/view) or compile at this batch size")
         for a, v in zip(arrays, expected):
             want = v.type.bind(batch if batch is not None else 0)
             if a.dtype != want.dtype.numpy or tuple(a.shape) != want.shape:

@@ -143,6 +143,10 @@ def check_meta(meta: dict) -> dict:
             and all(isinstance(p.get(k), int) and not isinstance(p.get(k), bool) for k in ("nodes_before", "nodes_after"))
             for p in passes):
         fail("graph.meta.passes should be a list of {name, nodes_before, nodes_after}")
+    fixed = meta.get("fixed_batch")
+    if fixed is not None and not (isinstance(fixed, dict) and isinstance(fixed.get("size"), int)
+                                  and isinstance(fixed.get("where"), str)):
+        fail("graph.meta.fixed_batch should be {size, where}")
     hyper = meta.get("hyper_inputs", [])
     if not isinstance(hyper, list) or not all(isinstance(h, str) for h in hyper):
         fail("graph.meta.hyper_inputs should be a list of input names")

@@ -20,25 +20,48 @@ class SymInt(int):
     """An int that remembers it is the symbolic batch size (its example value while tracing).
 
     Passing it to ``reshape``/``view`` keeps the batch dim symbolic; multiplying it by an
-    int keeps it symbolic too (``x.shape[0] * 4``). Other arithmetic gives a plain int.
+    int keeps it symbolic too (``x.shape[0] * 4``). Any other use as a number (``/``,
+    ``range(n)``, comparisons, ``int(n)``) bakes the example value into the graph: the
+    tracer then marks the plan as valid for that batch size only, so running another batch
+    size raises ``ShapeError`` instead of computing a silently wrong result.
     """
 
-    def __new__(cls, value: int, sym: str):
+    def __new__(cls, value: int, sym: str, tracer=None):
         obj = super().__new__(cls, value)
         obj.sym = sym
+        obj.tracer = tracer
         return obj
 
     def __mul__(self, other):
         if isinstance(other, int) and not isinstance(other, (SymInt, bool)):
             coef, power = dim_poly(self.sym)
             from .ir.types import poly_dim
-            return SymInt(int(self) * other, poly_dim(coef * other, power))
-        return int(self) * other
+            return SymInt(int.__int__(self) * other, poly_dim(coef * other, power), self.tracer)
+        return self._concrete() * other
 
     __rmul__ = __mul__
 
+    def _concrete(self) -> int:
+        if self.tracer is not None:
+            self.tracer.fix_batch()
+        return int.__int__(self)
+
     def __repr__(self) -> str:
-        return f"{int(self)} ({self.sym})"
+        return f"{int.__int__(self)} ({self.sym})"
+
+
+def _baking(name):
+    def method(self, *args):
+        return getattr(int, name)(self._concrete(), *args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__truediv__", "__rtruediv__", "__floordiv__",
+              "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__index__", "__int__",
+              "__float__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__divmod__"):
+    setattr(SymInt, _name, _baking(_name))
+SymInt.__hash__ = int.__hash__
 
 
 def dims_attr(dims) -> list:
@@ -81,6 +104,12 @@ class Tensor:
         return self._tracer.example_shape(self._value.type)
 
     @property
+    def dims(self) -> tuple:
+        """The shape with symbolic dims as their symbols (``("N", 10)``): for graphc's own
+        shape checks, which must not turn the batch size into a plain number."""
+        return self._value.type.shape if self._tracer is not None else tuple(self.data.shape)
+
+    @property
     def dtype(self) -> DType:
         return self._value.type.dtype if self._tracer is not None else DType.from_any(self.data.dtype)
 
@@ -100,7 +129,16 @@ class Tensor:
     def __len__(self) -> int:
         if not self.shape:
             raise GraphcError("len() of a 0-d tensor")
-        return self.shape[0]
+        first = self.shape[0]
+        return first._concrete() if isinstance(first, SymInt) else first  # len() yields a plain int
+
+    def __iter__(self):
+        if not self.shape:
+            raise GraphcError("iteration over a 0-d tensor")
+        if self._tracer is not None and isinstance(self.shape[0], SymInt):
+            raise TraceError("iterating over the batch dim of a traced tensor is data-size-dependent Python "
+                             "control flow; use tensor ops over the whole batch", self._tracer.user_location())
+        return (self[i] for i in range(self.shape[0]))
 
     @property
     def device(self) -> str:
@@ -283,10 +321,11 @@ class Tensor:
     def squeeze(self, dim=None):
         shape = list(self.shape)
         if dim is None:
-            keep = [d for d in shape if d != 1 or isinstance(d, SymInt)]
+            keep = [d for d in shape if isinstance(d, SymInt) or d != 1]
         else:
             dim = dim % max(len(shape), 1)
-            keep = shape[:dim] + shape[dim + 1:] if shape and shape[dim] == 1 else shape
+            keep = shape[:dim] + shape[dim + 1:] if shape and not isinstance(shape[dim], SymInt) and shape[dim] == 1 \
+                else shape
         return self.reshape(keep)
 
     def expand(self, *shape):

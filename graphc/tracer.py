@@ -86,8 +86,13 @@ class Tracer:
         out = []
         for d in ttype.shape:
             coef, power = dim_poly(d)
-            out.append(coef if power == 0 else SymInt(coef * self.batch_size ** power, d))
+            out.append(coef if power == 0 else SymInt(coef * self.batch_size ** power, d, self))
         return tuple(out)
+
+    def fix_batch(self) -> None:
+        """The batch size was used as a plain number: the graph holds only at this size."""
+        if "fixed_batch" not in self.graph.meta:
+            self.graph.meta["fixed_batch"] = {"size": int(self.batch_size), "where": self.user_location() or "?"}
 
     # ---- recording ----------------------------------------------------------------
     def lift(self, x, dtypes) -> Value:
@@ -147,13 +152,11 @@ class Tracer:
             path = self.module_names.get(id(module), "")
             if path:
                 meta["module"] = path
-            meta["module_type"] = type(module).__name__
+            meta["module_type"] = type(module).__name__  # kept for the root module too
         source = getattr(module, "_gc_source", None) if module is not None and is_builtin_module(module) else None
         source = source or user_source()
         if source:
             meta["source"] = source
-        if "module" not in meta:
-            meta.pop("module_type", None)
         return meta
 
     def user_location(self) -> str | None:

@@ -13,7 +13,7 @@ class GraphcError(Exception):
     user's source line, e.g. ``features.3 (Conv2d) at net.py:42``.
 
     >>> str(GraphcError("bad stride", where="features.3 (Conv2d) at net.py:42"))
-    'bad stride [in features.3 (Conv2d) at net.py:42]'
+    'bad stride [features.3 (Conv2d) at net.py:42]'
     """
 
     def __init__(self, message: str, where: str | None = None):
@@ -22,7 +22,7 @@ class GraphcError(Exception):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        return f"{self.message} [in {self.where}]" if self.where else self.message
+        return f"{self.message} [{self.where}]" if self.where else self.message
 
     def located(self, where: str | None) -> "GraphcError":
         """Return the same error with ``where`` filled in (keeps an existing one)."""

@@ -54,6 +54,8 @@ def describe_location(meta: dict) -> str | None:
     if meta.get("module"):
         kind = f" ({meta['module_type']})" if meta.get("module_type") else ""
         parts.append(f"{meta['module']}{kind}")
+    elif meta.get("module_type"):  # the root module: no path, just its class
+        parts.append(meta["module_type"])
     if meta.get("source"):
         parts.append(f"at {meta['source']}")
     return " ".join(parts) or None

@@ -23,8 +23,8 @@ def _check_reduction(reduction):
 
 def mse_loss(input, target, reduction="mean"):
     _check_reduction(reduction)
-    if tuple(input.shape) != tuple(target.shape):
-        raise ShapeError(f"mse_loss: input {tuple(input.shape)} and target {tuple(target.shape)} differ")
+    if input.dims != target.dims:
+        raise ShapeError(f"mse_loss: input {input.dims} and target {target.dims} differ")
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -44,19 +44,18 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     logp = apply("log_softmax", [input], {"dim": class_dim})
     keep = None
     if target.dtype is DType.int64:
-        expected = tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:])
-        if tuple(target.shape) != expected:
-            raise ShapeError(f"cross_entropy: class targets of shape {tuple(target.shape)} do not match "
-                             f"input {tuple(input.shape)} (expected {expected})")
+        expected = input.dims[:class_dim] + input.dims[class_dim + 1:]
+        if target.dims != expected:
+            raise ShapeError(f"cross_entropy: class targets of shape {target.dims} do not match "
+                             f"input {input.dims} (expected {expected})")
         keep = target != ignore_index  # ignored targets add nothing and are not counted
         target = apply("where", [keep, target, 0])
         probs = apply("one_hot", [target], {"num_classes": classes, "dtype": input.dtype.name})
         if input.ndim > 2:  # (N, d1.., C) -> (N, C, d1..)
             probs = probs.permute([0, probs.ndim - 1] + list(range(1, probs.ndim - 1)))
     elif target.dtype.is_float:
-        if tuple(target.shape) != tuple(input.shape):
-            raise ShapeError(f"cross_entropy: probability targets {tuple(target.shape)} must match input "
-                             f"{tuple(input.shape)}")
+        if target.dims != input.dims:
+            raise ShapeError(f"cross_entropy: probability targets {target.dims} must match input {input.dims}")
         probs = target
     else:
         raise ShapeError(f"cross_entropy targets must be int64 classes or float probabilities, got {target.dtype.name}")
@@ -75,9 +74,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     _check_reduction(reduction)
     if pos_weight is not None:
         raise GraphcError("binary_cross_entropy_with_logits(pos_weight=...) is not supported")
-    if tuple(input.shape) != tuple(target.shape):
-        raise ShapeError(f"binary_cross_entropy_with_logits: input {tuple(input.shape)} and target "
-                         f"{tuple(target.shape)} differ")
+    if input.dims != target.dims:
+        raise ShapeError(f"binary_cross_entropy_with_logits: input {input.dims} and target {target.dims} differ")
     loss = input.relu() - input * target + (-input.abs()).exp().log1p()
     if weight is not None:
         loss = loss * weight
