@@ -80,18 +80,23 @@ class MemoryReport:
         self.saved = saved_activations(graph, program)
 
     def __str__(self) -> str:
-        mib = 2 ** 20
         lines = [f"memory plan at batch {self.batch}:",
-                 f"  arena            {self.arena_bytes / mib:9.2f} MiB for {self.buffers} buffers "
-                 f"({self.unplanned_bytes / mib:.2f} MiB without reuse, "
-                 f"{self.live_peak_bytes / mib:.2f} MiB live at the peak)",
-                 f"  state+constants  {self.state_bytes / mib:9.2f} MiB"]
+                 f"  arena            {_size(self.arena_bytes):>10} for {self.buffers} buffers "
+                 f"({_size(self.unplanned_bytes)} without reuse, {_size(self.live_peak_bytes)} live at the peak)",
+                 f"  state+constants  {_size(self.state_bytes):>10}"]
         if self.saved:
             total = sum(s[2] for s in self.saved)
-            lines.append(f"  saved for backward: {len(self.saved)} activations, {total / mib:.2f} MiB")
+            lines.append(f"  saved for backward: {len(self.saved)} activations, {_size(total)}")
             for name, type_, nbytes, where in sorted(self.saved, key=lambda s: -s[2]):
-                lines.append(f"    %{name:<8} {type_:<22} {nbytes / mib:8.3f} MiB  {where}")
+                lines.append(f"    %{name:<8} {type_:<22} {_size(nbytes):>10}  {where}")
         return "\n".join(lines)
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes} B"
 
 
 def saved_activations(graph, program) -> list:

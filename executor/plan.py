@@ -26,7 +26,7 @@ class Plan:
     """
 
     def __init__(self, graph: Graph, state: dict, *, device="cpu", seed: int = 0, kind: str = "inference",
-                 param_groups: list | None = None):
+                 param_groups: list | None = None, max_programs: int = 4):
         self.graph = graph
         self.kind = kind
         self.backend = get_backend(device)
@@ -36,7 +36,8 @@ class Plan:
                        else self.backend.xp.zeros(v.type.shape, v.type.dtype.numpy) for name, v in graph.state.items()}
         self._constants = {k: self.backend.asarray(v) for k, v in graph.constant_data.items()}
         self.rng = np.random.default_rng(seed)
-        self._programs: dict[int, Program] = {}
+        self._programs: dict[int, Program] = {}  # per batch size, least recently used first
+        self.max_programs = max_programs  # each holds an arena and kernel scratch
         self._last_batch = None
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
         # Each group's "lr" is read every step (schedulers edit these dicts).
@@ -48,9 +49,12 @@ class Plan:
         self.producer = self.format_version = None  # set when loaded from a file
 
     # ---- running ----------------------------------------------------------------
-    def __call__(self, *inputs, return_outputs: bool = False):
+    def __call__(self, *inputs, return_outputs: bool = False, **named):
         """Inference: the output(s). Training: one step, returning the loss as a 0-d array,
-        or ``(loss, outputs)`` with ``return_outputs=True``."""
+        or ``(loss, outputs)`` with ``return_outputs=True``. Inputs may also be passed by
+        name (``plan(x=...)``)."""
+        if named:
+            inputs = self._inputs_by_name(inputs, named)
         outputs = self.run(list(inputs))
         if self.kind == "training":
             loss, model_outputs = outputs[0], outputs[1:]
@@ -59,14 +63,21 @@ class Plan:
             return loss, (model_outputs[0] if len(model_outputs) == 1 else tuple(model_outputs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
+    def _inputs_by_name(self, positional, named) -> list:
+        unknown = sorted(set(named) - set(self.input_names))
+        if unknown:
+            raise ShapeError(f"unknown input name(s) {unknown}; this plan takes {self.input_names}")
+        names = self.input_names[len(positional):]
+        missing = [n for n in names if n not in named]
+        if missing:
+            raise ShapeError(f"missing input(s) {missing}; this plan takes {self.input_names}")
+        return list(positional) + [named[n] for n in names]
+
     def run(self, inputs: list) -> list:
         """Run once on a list of user inputs; return the list of graph outputs."""
         arrays, batch = self._check_inputs(inputs)
         arrays += [np.asarray(float(group["lr"]), np.float64) for group in self.param_groups]
-        program = self._programs.get(batch)
-        if program is None:
-            program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants,
-                                                      self._state)
+        program = self._program(batch)
         self._last_batch = batch
         with np.errstate(all="ignore"):
             outs = program.run(arrays)
@@ -98,7 +109,8 @@ class Plan:
             want = v.type.bind(batch if batch is not None else 0)
             if a.dtype != want.dtype.numpy or tuple(a.shape) != want.shape:
                 shown = str(v.type) + (f" (N={batch})" if batch is not None and not v.type.is_static else "")
-                raise ShapeError(f"input {v.name!r}: expected {shown}, got {_describe(a)}")
+                hint = (f" (cast it: .astype(np.{want.dtype.name}))" if tuple(a.shape) == want.shape else "")
+                raise ShapeError(f"input {v.name!r}: expected {shown}, got {_describe(a)}{hint}")
         return arrays, (batch if batch is not None else 0)
 
     def _as_array(self, data, name):
@@ -124,11 +136,18 @@ class Plan:
         if batch is None and self._last_batch is None:
             raise GraphcError("run the plan once, or pass batch=, before asking for its memory report")
         batch = self._last_batch if batch is None else batch
-        program = self._programs.get(batch)
+        return MemoryReport(self._program(batch), self.graph)
+
+    def _program(self, batch: int) -> Program:
+        """The program for ``batch``, built once and kept while it is among the
+        ``max_programs`` most recently used batch sizes."""
+        program = self._programs.pop(batch, None)
         if program is None:
-            program = self._programs[batch] = Program(self.graph, batch, self.backend, self.rng, self._constants,
-                                                      self._state)
-        return MemoryReport(program, self.graph)
+            program = Program(self.graph, batch, self.backend, self.rng, self._constants, self._state)
+        self._programs[batch] = program
+        while len(self._programs) > max(1, self.max_programs):
+            del self._programs[next(iter(self._programs))]
+        return program
 
     def save(self, path) -> None:
         """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one msgpack file,

@@ -42,7 +42,7 @@ class Program:
                 runs.append(backend.kernels[node.op](spec))
             except GraphcError as e:
                 raise e.located(node.location()) from None
-            except (ValueError, TypeError, ArithmeticError, IndexError, MemoryError) as e:
+            except Exception as e:
                 raise GraphcError(f"cannot prepare kernel {node.op!r}: {e}", node.location()) from e
             specs.append(spec)
             for v in node.outputs:
@@ -160,7 +160,7 @@ class Program:
                 step(env)
         except GraphcError as e:
             raise e.located(self.nodes[index].location()) from None
-        except (ValueError, TypeError, ArithmeticError, IndexError, MemoryError) as e:
+        except Exception as e:  # any kernel failure becomes a GraphcError naming the node
             node = self.nodes[index]
             raise GraphcError(f"kernel {node.op!r} failed at node {index}: {e}", node.location()) from e
         for s, target in self.copy_back:

@@ -69,7 +69,10 @@ def save_plan(plan, path, metadata: dict | None = None) -> None:
     data = plan_to_bytes(plan, metadata)
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".graphc-", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".graphc-", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise GraphcError(f"cannot save plan to {path!r}: {e.strerror}") from None
     try:
         os.chmod(tmp, _file_mode(path))
         with os.fdopen(fd, "wb") as f:
@@ -126,7 +129,12 @@ def read_document(data: bytes) -> dict:
 def _unpack(data: bytes, what: str, max_bin_len: int):
     try:
         return msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True, max_bin_len=max_bin_len, **_LIMITS)
+    except (msgpack.exceptions.ExtraData, msgpack.exceptions.OutOfData) as e:
+        reason = "truncated" if isinstance(e, msgpack.exceptions.OutOfData) else "trailing bytes"
+        fail(f"not a graphc plan file, or a damaged one: the {what} is not one msgpack document ({reason})")
     except (msgpack.exceptions.UnpackException, ValueError, TypeError, OverflowError, RecursionError) as e:
+        if "incomplete" in str(e):
+            fail(f"not a graphc plan file, or a truncated one ({what}: {e})")
         fail(f"the {what} is not valid msgpack ({type(e).__name__}: {e})")
 
 

@@ -15,8 +15,9 @@ float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.in
 
 from .random import manual_seed  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from .creation import (abs, cat, concat, exp, from_numpy, full, log, matmul, maximum, minimum, ones,  # noqa: E402
-                       rand, randn, relu, sigmoid, sqrt, tanh, tensor, where, zeros)
+from .creation import (abs, arange, cat, concat, exp, from_numpy, full, log, matmul, maximum, minimum,  # noqa: E402
+                       no_grad, ones, ones_like, rand, randn, relu, sigmoid, sqrt, stack, tanh, tensor, where, zeros,
+                       zeros_like)
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
 from . import data, debug, optim  # noqa: E402
@@ -27,7 +28,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DType", "DeviceError", "GraphcError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
-    "VerifyError", "abs", "bool_", "cat", "compile", "concat", "data", "debug", "exp", "export", "float16", "float32", "float64",
-    "from_numpy", "full", "int64", "load", "log", "manual_seed", "optim", "matmul", "maximum", "minimum", "nn", "ones", "rand",
-    "randn", "relu", "sigmoid", "sqrt", "tanh", "tensor", "trace", "viz", "where", "zeros",
+    "VerifyError", "abs", "arange", "bool_", "cat", "compile", "concat", "data", "debug", "exp", "export",
+    "float16", "float32", "float64", "from_numpy", "full", "int64", "load", "log", "manual_seed", "matmul",
+    "maximum", "minimum", "nn", "no_grad", "ones", "ones_like", "optim", "rand", "randn", "relu", "sigmoid",
+    "sqrt", "stack", "tanh", "tensor", "trace", "viz", "where", "zeros", "zeros_like",
 ]

@@ -65,6 +65,37 @@ def randn(*shape, dtype=None) -> Tensor:
     return Tensor(generator().standard_normal(_shape_args(shape)).astype(_dtype(dtype)))
 
 
+def zeros_like(t: Tensor, dtype=None) -> Tensor:
+    return zeros(*t.shape, dtype=dtype if dtype is not None else t.dtype)
+
+
+def ones_like(t: Tensor, dtype=None) -> Tensor:
+    return ones(*t.shape, dtype=dtype if dtype is not None else t.dtype)
+
+
+def arange(start, stop=None, step=1, dtype=None) -> Tensor:
+    """Like ``torch.arange``: ints give int64, floats float32."""
+    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    if dtype is None:
+        dtype = DType.int64 if values.dtype.kind in "iu" else DType.float32
+    return Tensor(values.astype(_dtype(dtype)))
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    return cat([t.unsqueeze(dim) for t in tensors], dim=dim)
+
+
+class no_grad:
+    """Accepted for PyTorch compatibility: eager graphc never records gradients."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def where(condition, input, other) -> Tensor:
     return apply("where", [condition, input, other])
 

@@ -63,7 +63,12 @@ def _run_eager(op, args, attrs):
         else:
             arrays.append(backend.xp.asarray(a, dtype=weak_dtype(a, tensor_dtypes).numpy))
     in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
-    out_types = infer_types(opdef, in_types, attrs)
+    try:
+        out_types = infer_types(opdef, in_types, attrs)
+    except GraphcError as e:
+        from .tracer import user_source
+
+        raise e.located(f"at {user_source()}") from None
     spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), _random.generator())
     try:
         with np.errstate(all="ignore"):

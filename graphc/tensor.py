@@ -205,6 +205,15 @@ class Tensor:
     def detach(self) -> "Tensor":
         return self
 
+    def contiguous(self) -> "Tensor":
+        return self
+
+    def clone(self) -> "Tensor":
+        return self if self._tracer is not None else Tensor(self.data.copy())
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
     def __repr__(self) -> str:
         if self._tracer is not None:
             return f"Tensor(symbolic %{self._value.name}:{self._value.type})"
@@ -285,6 +294,16 @@ class Tensor:
             return apply("max", [self], {"dims": None, "keepdim": False})
         values = apply("max", [self], {"dims": (dim,), "keepdim": keepdim})
         return MaxResult(values, self.argmax(dim, keepdim))
+
+    def min(self, dim=None, keepdim=False):
+        """Like ``max`` (``(values, indices)`` with a dim), through ``-max(-x)``."""
+        if isinstance(dim, Tensor):
+            return apply("minimum", [self, dim])
+        if dim is None:
+            return -apply("max", [-self], {"dims": None, "keepdim": False})
+        neg = -self
+        values = -apply("max", [neg], {"dims": (dim,), "keepdim": keepdim})
+        return MaxResult(values, neg.argmax(dim, keepdim))
 
     def amax(self, dim=None, keepdim=False):
         return apply("max", [self], {"dims": _dims(dim), "keepdim": keepdim})

@@ -56,6 +56,7 @@ class Tracer:
         self.scope: list = []
         self.batch_size = None
         self.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
+        self.root_type = type(root).__name__ if root is not None else None
         if root is not None:
             self._add_state(root)
 
@@ -107,6 +108,11 @@ class Tracer:
                 raise TraceError("a tensor from another trace was used here", self.user_location())
             value = self.values.get(id(x))
             if value is None:
+                if self.root_type is not None and getattr(x, "requires_grad", False):
+                    raise TraceError(f"a Parameter of shape {tuple(x.data.shape)} that is not part of the traced "
+                                     f"{self.root_type} is used here; register it on the model (an nn.Module "
+                                     "attribute or register_parameter) so it is saved and trained",
+                                     self.user_location())
                 value = self.builder.constant(x.numpy(), DType.from_any(x.data.dtype))
                 self.values[id(x)] = value
                 self.keep_alive.append(x)

@@ -74,6 +74,3 @@ def _next_free_number(graph: Graph) -> int:
                 best = max(best, int(v.name))
     return best + 1
 
-
-def scalar_type(dtype: DType) -> TensorType:
-    return TensorType((), dtype)

@@ -16,11 +16,6 @@ def use_counts(graph: Graph) -> dict[int, int]:
     return counts
 
 
-def observed(graph: Graph) -> set[int]:
-    """ids of values the caller sees (outputs, updates): a fusion must not hide them."""
-    return {id(v) for v in graph.root_values()}
-
-
 def substitute(graph: Graph, mapping: dict[int, Value]) -> Graph:
     """A copy of ``graph`` where every use of a value in ``mapping`` reads its replacement."""
     if not mapping:
@@ -37,7 +32,3 @@ def substitute(graph: Graph, mapping: dict[int, Value]) -> Graph:
     out.outputs = [sub(v) for v in graph.outputs]
     out.updates = {k: sub(v) for k, v in graph.updates.items()}
     return out
-
-
-def with_meta(meta: dict, **extra) -> dict:
-    return {**meta, **extra}

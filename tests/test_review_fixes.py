@@ -54,3 +54,60 @@ def test_root_module_errors_name_the_model_class():
 
     with pytest.raises(gc.ShapeError, match=r"\[Net at test_review_fixes.py:\d+\]"):
         gc.trace(Net(), np.ones((2, 3), np.float32))
+
+
+def test_a_parameter_of_another_model_is_refused_not_frozen():
+    other = nn.Linear(4, 2)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x) + other.bias
+
+    with pytest.raises(gc.TraceError, match="not part of the traced Net"):
+        gc.trace(Net(), np.ones((3, 4), np.float32))
+
+
+def test_plans_take_inputs_by_name_and_keep_a_bounded_program_cache():
+    plan = gc.compile(nn.Linear(4, 2).eval(), (np.ones((8, 4), np.float32),))
+    assert plan(x=np.ones((3, 4), np.float32)).shape == (3, 2)
+    with pytest.raises(gc.ShapeError, match="unknown input name"):
+        plan(z=np.ones((3, 4), np.float32))
+    for batch in range(1, 12):
+        plan(np.ones((batch, 4), np.float32))
+    assert len(plan._programs) == plan.max_programs
+
+
+def test_mixed_float_dtypes_are_refused_with_a_hint():
+    with pytest.raises(gc.ShapeError, match="input is float64 but weight is float32"):
+        gc.compile(nn.Linear(4, 2), (np.ones((3, 4), np.float64),))
+    model = nn.Linear(4, 2).to(gc.float64)
+    assert gc.compile(model.eval(), (np.ones((3, 4), np.float64),))(np.ones((2, 4))).dtype == np.float64
+    plan = gc.compile(nn.Linear(4, 2).eval(), (np.ones((3, 4), np.float32),))
+    with pytest.raises(gc.ShapeError, match=r"astype\(np.float32\)"):
+        plan(np.ones((3, 4)))
+
+
+def test_bad_constructor_arguments_and_paths_are_graphc_errors(tmp_path):
+    for make in (lambda: nn.Linear(4.0, 3), lambda: nn.Linear(-1, 3), lambda: nn.Conv2d(1, 3, 0),
+                 lambda: nn.BatchNorm2d(0)):
+        with pytest.raises(gc.GraphcError):
+            make()
+    plan = gc.compile(nn.Linear(4, 2).eval(), (np.ones((3, 4), np.float32),))
+    with pytest.raises(gc.GraphcError, match="cannot save plan"):
+        plan.save(tmp_path / "missing" / "x.graphc")
+    with pytest.raises(gc.GraphcError, match="gc.compile"):
+        optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1).step()
+
+
+def test_small_pytorch_conveniences():
+    t = gc.tensor([[3.0, 1.0], [2.0, 5.0]])
+    assert float(t.min()) == 1.0
+    np.testing.assert_array_equal(t.min(1).values.numpy(), [1.0, 2.0])
+    assert gc.stack([t, t], dim=0).shape == (2, 2, 2)
+    assert gc.arange(5).dtype == gc.int64 and gc.zeros_like(t).shape == (2, 2)
+    with gc.no_grad():
+        assert t.clone().numpy() is not t.numpy()

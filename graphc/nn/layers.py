@@ -9,6 +9,20 @@ from . import init
 from .module import Module, Parameter
 
 
+def _count(name: str, value, minimum: int = 1) -> int:
+    """Sizes must be ints (bool is not) of at least ``minimum``: a clear error, not numpy's."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise GraphcError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _pair_of_counts(name: str, value, minimum: int):
+    pair = F._pair(value, name)
+    for v in pair:
+        _count(name, v, minimum)
+    return pair
+
+
 class Linear(Module):
     """``y = x @ weight.T + bias``; weight is ``(out_features, in_features)``.
 
@@ -20,7 +34,7 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
+        self.in_features, self.out_features = _count("in_features", in_features), _count("out_features", out_features)
         self.weight = Parameter(init.kaiming_uniform((out_features, in_features)))
         self.bias = Parameter(init.bias_uniform((out_features, in_features), out_features)) if bias else None
 
@@ -39,6 +53,13 @@ class Conv2d(Module):
         super().__init__()
         if padding_mode != "zeros":
             raise GraphcError(f"Conv2d padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        for name, value in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
+            _count(name, value)
+        _pair_of_counts("kernel_size", kernel_size, 1)
+        _pair_of_counts("stride", stride, 1)
+        _pair_of_counts("dilation", dilation, 1)
+        if not isinstance(padding, str):
+            _pair_of_counts("padding", padding, 0)
         if in_channels % groups or out_channels % groups:
             raise GraphcError(f"Conv2d: in_channels {in_channels} and out_channels {out_channels} "
                               f"must be divisible by groups {groups}")
@@ -65,6 +86,7 @@ class _BatchNorm(Module):
         super().__init__()
         if momentum is None:
             raise GraphcError(f"{type(self).__name__}(momentum=None) is not supported; pass a float")
+        _count("num_features", num_features)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None

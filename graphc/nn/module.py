@@ -224,15 +224,33 @@ class Module:
 
     def to(self, device):
         """Move every parameter and buffer to ``device`` ("cpu", "cuda", "cuda:N") in place:
-        the same Parameter objects (so optimizers keep working) now hold device arrays."""
+        the same Parameter objects (so optimizers keep working) now hold device arrays.
+        A dtype (``gc.float64``) casts the floating-point ones instead."""
         from ..executor.backends import backend_of, get_backend
+        from ..ir.types import DType
 
+        if isinstance(device, DType) or (isinstance(device, str) and device in {d.name for d in DType}):
+            dtype = DType.from_any(device).numpy
+            for t in self.state_dict_tensors().values():
+                if t.data.dtype.kind == "f":
+                    t.data = t.data.astype(dtype)
+            return self
         backend = get_backend(device)
         for t in self.state_dict_tensors().values():
             source = backend_of(t.data)
             if source is not backend:
                 t.data = backend.asarray(source.to_numpy(t.data))
         return self
+
+    def double(self):
+        from ..ir.types import DType
+
+        return self.to(DType.float64)
+
+    def float(self):
+        from ..ir.types import DType
+
+        return self.to(DType.float32)
 
     def apply(self, fn):
         for m in self.children():

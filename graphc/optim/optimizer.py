@@ -44,12 +44,18 @@ class Optimizer:
         for group in self.param_groups:
             missing = [p for p in group["params"] if id(p) not in names]
             if missing:
-                raise GraphcError(f"{type(self).__name__} holds {len(missing)} parameter(s) that are not in the model")
+                shapes = ", ".join(str(tuple(p.data.shape)) for p in missing[:5])
+                raise GraphcError(f"{type(self).__name__} holds {len(missing)} parameter(s) that are not in the "
+                                  f"model (shapes {shapes}): pass model.parameters() of the model being compiled")
             out.append({"kind": self.kind, "params": [names[id(p)] for p in group["params"]], "hyper": self.hyper(group)})
         return out
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """No-op kept for PyTorch compatibility: compiled plans never accumulate gradients."""
+
+    def step(self, closure=None):
+        raise GraphcError(f"{type(self).__name__}.step(): graphc updates parameters inside the compiled plan; "
+                          "use step = gc.compile(model, (x, y), loss_fn=..., optimizer=opt) and call step(x, y)")
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]

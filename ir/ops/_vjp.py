@@ -14,8 +14,3 @@ def scalar(b, value, dtype: DType):
 def keep_shape(shape, axes) -> list:
     return [1 if i in axes else d for i, d in enumerate(shape)]
 
-
-def expand_like(b, g, x_type, axes, keepdim: bool, mean: bool = False):
-    """Broadcast a reduction's cotangent back to the input shape (divided by the count for mean)."""
-    return b.emit1("reduce_grad", [g], {"shape": list(x_type.shape), "dims": list(axes), "keepdim": keepdim,
-                                         "mean": mean})

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import TensorType
+from .linalg import need_same_float
 from ._shapes import check_pairs, need_float, need_rank, need_static, result_dtype, window_out
 
 _WINDOW = {"stride": Attr("ints", (1, 1)), "padding": Attr("ints", (0, 0)), "dilation": Attr("ints", (1, 1))}
@@ -13,6 +14,7 @@ _CONV = {**_WINDOW, "groups": Attr("int", 1)}
 def _conv2d(in_types, attrs):
     check_pairs(attrs, "conv2d", {"stride": 1, "padding": 0, "dilation": 1})
     x, w = in_types[:2]
+    need_same_float(x, w, "conv2d")
     need_rank(x, (4,), "conv2d")
     need_rank(w, (4,), "conv2d", "weight")
     need_float(x, "conv2d")

@@ -14,10 +14,6 @@ from ._vjp import scalar
 
 
 # ---- shape rules ------------------------------------------------------------------
-def _same(in_types, attrs):
-    return [in_types[0]]
-
-
 def _numeric(name):
     def rule(in_types, attrs):
         need_numeric(in_types[0], name)

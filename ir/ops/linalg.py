@@ -58,8 +58,16 @@ def _vjp_matmul(b, node, cts, needs):
     return [ga, gw]
 
 
+def need_same_float(x, w, op: str) -> None:
+    """PyTorch refuses f64 input with f32 weights (and the reverse): so does graphc."""
+    if x.dtype.is_float and w.dtype.is_float and x.dtype is not w.dtype:
+        raise ShapeError(f"{op}: input is {x.dtype.name} but weight is {w.dtype.name}; cast the input "
+                         f"(x.astype(np.{w.dtype.name})) or the model (model.to(gc.{x.dtype.name}))")
+
+
 def _linear(in_types, attrs):
     x, w = in_types[:2]
+    need_same_float(x, w, "linear")
     need_rank(w, (2,), "linear", "weight")
     if x.rank < 1 or x.shape[-1] != w.shape[1]:
         raise ShapeError(f"linear: input {x} has {x.shape[-1] if x.rank else '?'} features, "
