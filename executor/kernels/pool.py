@@ -94,12 +94,15 @@ def _max_pool2d_grad(xp, spec):
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
     pad = Padder(xp, spec.in_types[1].shape, a["padding"], dtype, fill=-np.inf)
-    gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
+    padded = bool(ph or pw)
+    scratch = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype) if padded else None
     pending = xp.empty(spec.in_types[0].shape, dtype=bool)
     hit = xp.empty(spec.in_types[0].shape, dtype=bool)
     share = xp.empty(spec.in_types[0].shape, dtype=dtype)
 
     def run(g, x, y, out=None):
+        # without padding the output itself accumulates: no scratch, no final copy
+        gx = scratch if padded else (out if out is not None else xp.empty((n, c, h, w), dtype=dtype))
         gx.fill(0)
         pending.fill(True)
         views = zip(window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw),
@@ -110,7 +113,7 @@ def _max_pool2d_grad(xp, spec):
             xp.multiply(g, hit, out=share)
             gv += share
             xp.logical_xor(pending, hit, out=pending)  # hit implies pending: clears the winners
-        return _crop(xp, spec, gx, (ph, pw), out)
+        return _crop(xp, spec, gx, (ph, pw), out) if padded else gx
     return writes_out(run)
 
 
@@ -131,15 +134,17 @@ def _avg_pool2d_grad(xp, spec):
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
     divisor = _avg_divisor(xp, spec, spec.out_types[0].shape, out_hw)
-    gx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
+    padded = bool(ph or pw)
+    scratch = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype) if padded else None
     share = xp.empty(spec.in_types[0].shape, dtype=dtype)
 
     def run(g, out=None):
         xp.divide(g, divisor, out=share)
+        gx = scratch if padded else (out if out is not None else xp.empty((n, c, h, w), dtype=dtype))
         gx.fill(0)
         for view in window_views(gx, a["kernel_size"], a["stride"], (1, 1), out_hw):
             view += share
-        return _crop(xp, spec, gx, (ph, pw), out)
+        return _crop(xp, spec, gx, (ph, pw), out) if padded else gx
     return writes_out(run)
 
 
