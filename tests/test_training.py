@@ -18,6 +18,7 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from graphc.ir import verify
+from conftest import requires_torch
 
 SOURCE_RE = re.compile(r"^test_training\.py:\d+$")
 
@@ -402,11 +403,8 @@ def test_shared_linear_gradient_matches_manual_numpy():
     assert not np.allclose(grads["fc.weight"], g2.T @ h1, rtol=1e-2)
 
 
+@requires_torch
 def test_shared_and_residual_gradients_match_torch():
-    from conftest import HAVE_TORCH
-
-    if not HAVE_TORCH:
-        pytest.skip("PyTorch is not installed (the float64 finite-difference tests cover this)")
     import torch
 
     for make in (SharedResidual, ResidualBN):

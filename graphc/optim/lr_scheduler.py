@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from ..ir.errors import GraphcError
+
 
 class LRScheduler:
     def __init__(self, optimizer, last_epoch: int = -1):
@@ -17,7 +19,8 @@ class LRScheduler:
         self.step()
 
     def get_lr(self) -> list:
-        raise NotImplementedError  # each scheduler defines its rule
+        """The new learning rate of each group; every scheduler below defines its rule."""
+        raise GraphcError(f"{type(self).__name__} must define get_lr()")
 
     def step(self) -> None:
         self._step_count += 1
