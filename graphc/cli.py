@@ -144,6 +144,9 @@ def main(argv=None) -> int:
     except GraphcError as e:
         print(f"graphc: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `graphc inspect ... | head`: the reader left, which is fine
+        sys.stderr.close()
+        return 0
     except OSError as e:
         print(f"graphc: error: {e}", file=sys.stderr)
         return 2
