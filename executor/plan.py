@@ -39,6 +39,7 @@ class Plan:
         self._programs: dict[int, Program] = {}  # per batch size, least recently used first
         self.max_programs = max_programs  # each holds an arena and kernel scratch
         self._last_batch = None
+        self._expected: dict[int, list] = {}
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
         # Each group's "lr" is read every step (schedulers edit these dicts).
         self.param_groups = param_groups if param_groups is not None else [{"lr": 0.0} for _ in self.hyper_inputs]
@@ -105,13 +106,18 @@ class Plan:
             raise ShapeError(f"this plan only runs at batch size {fixed['size']}, got {batch}: the traced code used "
                              f"the batch size as a plain number ({fixed['where']}); keep it symbolic "
                              "(x.shape[0] in reshape/view) or compile at this batch size")
-        for a, v in zip(arrays, expected):
-            want = v.type.bind(batch if batch is not None else 0)
-            if a.dtype != want.dtype.numpy or tuple(a.shape) != want.shape:
-                shown = str(v.type) + (f" (N={batch})" if batch is not None and not v.type.is_static else "")
-                hint = (f" (cast it: .astype(np.{want.dtype.name}))" if tuple(a.shape) == want.shape else "")
+        batch = batch if batch is not None else 0
+        wanted = self._expected.get(batch)
+        if wanted is None:  # bound shapes per batch size, computed once (the per-call check is cheap)
+            wanted = [(t.shape, t.dtype.numpy) for t in (v.type.bind(batch) for v in expected)]
+            if len(self._expected) < 64:
+                self._expected[batch] = wanted
+        for a, v, (shape, dtype) in zip(arrays, expected, wanted):
+            if a.dtype != dtype or a.shape != shape:
+                shown = str(v.type) + (f" (N={batch})" if not v.type.is_static else "")
+                hint = f" (cast it: .astype(np.{dtype.name}))" if a.shape == shape else ""
                 raise ShapeError(f"input {v.name!r}: expected {shown}, got {_describe(a)}{hint}")
-        return arrays, (batch if batch is not None else 0)
+        return arrays, batch
 
     def _as_array(self, data, name):
         if isinstance(data, self.backend.xp.ndarray):
