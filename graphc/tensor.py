@@ -217,8 +217,9 @@ class Tensor:
     def __repr__(self) -> str:
         if self._tracer is not None:
             return f"Tensor(symbolic %{self._value.name}:{self._value.type})"
-        body = np.array2string(self.data, separator=", ", precision=4, prefix="Tensor(")
-        return f"Tensor({body}, dtype={self.dtype.name})"
+        body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="Tensor(")
+        device = self.device
+        return f"Tensor({body}, dtype={self.dtype.name}" + (f", device='{device}')" if device != "cpu" else ")")
 
     # ---- arithmetic ---------------------------------------------------------------
     def __add__(self, o): return apply("add", [self, o])
