@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .executor import Plan
+from .executor.backends import backend_of
 from .executor.program import evaluate_node
 from .passes.freeze import freeze
 from .passes.manager import record, resolve, run_passes
@@ -129,7 +130,8 @@ def export(model, example_inputs, path, verify=False) -> Plan:
         if was_training:
             model.train()
     before = len(graph.nodes)
-    graph = record(freeze(graph, tracer.state_arrays), "freeze", before)
+    weights = {name: backend_of(a).to_numpy(a) for name, a in tracer.state_arrays.items()}  # GPU models too
+    graph = record(freeze(graph, weights), "freeze", before)
     graph = run_passes(graph, EXPORT_PASSES, evaluate_node, verify)
     plan = Plan(graph, {}, kind="inference")
     plan.save(path)

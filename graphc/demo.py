@@ -28,7 +28,8 @@ def build_model():
 
 
 def accuracy(plan, images: np.ndarray, labels: np.ndarray) -> float:
-    return float((np.asarray(plan(images)).argmax(axis=1) == labels).mean())
+    logits = plan.backend.to_numpy(plan(images))  # cupy arrays on a GPU plan
+    return float((logits.argmax(axis=1) == labels).mean())
 
 
 def train(args, log=print) -> dict:
@@ -79,7 +80,7 @@ def save_and_check(result: dict, out: Path, log=print) -> dict:
     result["step"].save(paths["training plan"])
     exported = gc.export(result["model"], (result["example"],), paths["inference plan"])
     test_x, test_y = result["test"]
-    expected = np.asarray(exported(test_x)).argmax(axis=1)
+    expected = exported.backend.to_numpy(exported(test_x)).argmax(axis=1)
     with tempfile.TemporaryDirectory() as tmp:
         np.save(os.path.join(tmp, "x.npy"), test_x)
         cmd = [sys.executable, "-m", "graphc", "run", str(paths["inference plan"]), "--input",
