@@ -112,7 +112,7 @@ def load(path, device="cpu") -> Plan:
     return load_plan(path, device)
 
 
-EXPORT_PASSES = ["fold_bn", "fold_constants", "cse", "dce", "fuse_conv_bn", "fuse_linear_relu"]
+EXPORT_PASSES = ["fold_bn", "fold_constants", "cse", "dce", "fuse_conv_bn", "fuse_conv_relu", "fuse_linear_relu"]
 
 
 def export(model, example_inputs, path, verify=False) -> Plan:

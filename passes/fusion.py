@@ -25,6 +25,20 @@ def _fused_meta(head: Node, name: str, ops: list) -> dict:
     return {**head.meta, "pass": name, "fused": "+".join(ops)}
 
 
+def _fuse_into_relu(graph: Graph, producer_op: str, fused_op: str, pass_name: str) -> Graph:
+    """``relu(producer(...))`` -> ``fused(...)`` where the producer's output has one user."""
+    counts, producers = use_counts(graph), _producers(graph)
+    replaced, removed = {}, set()
+    for node in graph.nodes:
+        src = producers.get(id(node.inputs[0])) if node.op == "relu" else None
+        if src is None or src.op != producer_op or not _single_use(counts, src.outputs[0]):
+            continue
+        replaced[id(node)] = Node(fused_op, list(src.inputs), list(node.outputs), dict(src.attrs),
+                                  _fused_meta(src, pass_name, [producer_op, "relu"]))
+        removed.add(id(src))
+    return _rebuild(graph, replaced, removed)
+
+
 def fuse_linear_relu(graph: Graph) -> Graph:
     """``relu(linear(x, w, b))`` -> ``linear_relu(x, w, b)`` when the linear output has one user.
 
@@ -34,16 +48,15 @@ def fuse_linear_relu(graph: Graph) -> Graph:
     >>> [n.op for n in fuse_linear_relu(g).nodes]
     ['linear_relu']
     """
-    counts, producers = use_counts(graph), _producers(graph)
-    replaced, removed = {}, set()
-    for node in graph.nodes:
-        src = producers.get(id(node.inputs[0])) if node.op == "relu" else None
-        if src is None or src.op != "linear" or not _single_use(counts, src.outputs[0]):
-            continue
-        replaced[id(node)] = Node("linear_relu", list(src.inputs), list(node.outputs), dict(src.attrs),
-                                  _fused_meta(src, "fuse_linear_relu", ["linear", "relu"]))
-        removed.add(id(src))
-    return _rebuild(graph, replaced, removed)
+    return _fuse_into_relu(graph, "linear", "linear_relu", "fuse_linear_relu")
+
+
+def fuse_conv_relu(graph: Graph) -> Graph:
+    """``relu(conv2d(...))`` -> ``conv2d_relu(...)`` (after BN folding, or a CNN without BN).
+
+    Run it after ``fuse_conv_bn``, which takes conv+BN+relu chains whole.
+    """
+    return _fuse_into_relu(graph, "conv2d", "conv2d_relu", "fuse_conv_relu")
 
 
 def fuse_conv_bn(graph: Graph) -> Graph:

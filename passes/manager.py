@@ -1,9 +1,9 @@
 """The pass manager: run named passes in order, record what each did, optionally verify.
 
 Pipelines:
-- inference: dce -> cse -> fold_constants -> fuse_conv_bn -> fuse_linear_relu
-- training: fusions on the forward graph (fuse_linear_relu, fuse_conv_bn: their fused ops
-  carry fused backwards), then autodiff + optimizer update, then cse -> dce.
+- inference: dce -> cse -> fold_constants -> fuse_conv_bn -> fuse_conv_relu -> fuse_linear_relu
+- training: fusions on the forward graph (fuse_linear_relu, fuse_conv_bn, fuse_conv_relu:
+  their fused ops carry fused backwards), then autodiff + optimizer update, then cse -> dce.
 """
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from ..ir.graph import Graph
 from ..ir.verify import verify as verify_graph
 from .cleanup import cse, dce, fold_constants
 from .freeze import fold_bn
-from .fusion import fuse_conv_bn, fuse_linear_relu
+from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_relu
 
-FORWARD_PASSES = ("fuse_linear_relu", "fuse_conv_bn")
-INFERENCE_DEFAULT = ["dce", "cse", "fold_constants", "fuse_conv_bn", "fuse_linear_relu"]
-TRAINING_DEFAULT = ["fuse_linear_relu", "fuse_conv_bn", "cse", "dce"]
+FORWARD_PASSES = ("fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu")
+INFERENCE_DEFAULT = ["dce", "cse", "fold_constants", "fuse_conv_bn", "fuse_conv_relu", "fuse_linear_relu"]
+TRAINING_DEFAULT = ["fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu", "cse", "dce"]
 
 
 def pass_table(evaluate=None) -> dict:
     """Name -> ``Graph -> Graph``. ``evaluate(node, arrays)`` runs a node (for folding)."""
     table = {"dce": dce, "cse": cse, "fuse_linear_relu": fuse_linear_relu, "fuse_conv_bn": fuse_conv_bn,
-             "fold_bn": fold_bn}
+             "fuse_conv_relu": fuse_conv_relu, "fold_bn": fold_bn}
     if evaluate is not None:
         table["fold_constants"] = partial(fold_constants, evaluate=evaluate)
     return table

@@ -614,6 +614,18 @@ def fused_table():
         S(_linear_relu_inputs((1, 4), 6), lr, "batch1"),
     ]
     pad, grp = {"padding": (1, 1)}, {"groups": 2, "stride": (2, 2)}
+
+    def conv_relu_ref(ins, attrs):
+        return [np.maximum(out, 0).astype(out.dtype) for out in _conv2d_ref(ins, attrs)]
+
+    t["conv2d_relu"] = [
+        S([randn(2, 3, 5, 5), randn(4, 3, 3, 3), randn(4)], conv_relu_ref, "bias-pad", pad),
+        S([randn(2, 3, 5, 5), randn(4, 3, 3, 3)], conv_relu_ref, "no-bias"),
+        S([randn(2, 4, 6, 6), randn(6, 2, 3, 3), randn(6)], conv_relu_ref, "groups-stride", grp),
+        S([randn(2, 3, 4, 4, dtype=F64), randn(4, 3, 3, 3, dtype=F64), randn(4, dtype=F64)], conv_relu_ref, "f64", pad),
+        S([flipped(randn(2, 3, 5, 5)), randn(4, 3, 3, 3)], conv_relu_ref, "noncontig", pad),
+        S([randn(1, 3, 4, 4), randn(2, 3, 3, 3), randn(2)], conv_relu_ref, "batch1", pad),
+    ]
     for op, ref in (("conv_bn", _conv_bn_ref), ("conv_bn_train", _conv_bn_train_ref)):
         extra = {"momentum": 0.3} if op == "conv_bn_train" else {}
         t[op] = [

@@ -285,6 +285,8 @@ def _torch_ops() -> dict:
         "batch_norm_train_grad": batch_norm_train_grad,
         # fused ops: the unfused PyTorch functions (and their backward kernels) in sequence
         "linear_relu": lambda ts, a: torch.relu(F.linear(*ts)),
+        "conv2d_relu": lambda ts, a: torch.relu(F.conv2d(*same_dtype(ts), stride=a["stride"], padding=a["padding"],
+                                                         dilation=a["dilation"], groups=a["groups"])),
         "conv_bn": conv_bn,
         "conv_bn_train": conv_bn_train,
         "conv_bn_train_grad": conv_bn_train_grad,

@@ -763,8 +763,8 @@ def _training_graph(model, passes, verify=False):
 def test_pass_records_of_default_and_none_pipelines():
     model = _cnn()
     train = _training_graph(model, "default")
-    assert [p["name"] for p in train.meta["passes"]] == ["fuse_linear_relu", "fuse_conv_bn", "autodiff", "optimizer",
-                                                         "cse", "dce"]
+    assert [p["name"] for p in train.meta["passes"]] == ["fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu",
+                                                         "autodiff", "optimizer", "cse", "dce"]
     none = _training_graph(_cnn(), "none")
     assert [p["name"] for p in none.meta["passes"]] == ["autodiff", "optimizer"]
     for g in (train, none):
@@ -917,7 +917,8 @@ def test_export_folds_bn_and_matches_eager(kind, tmp_path):
     plan = _export_and_check(model, images(BATCH, seed=5), tmp_path)
     assert model.training  # export restores the mode
     if kind != "mlp":
-        assert "conv2d" in ops(plan.graph) and "conv_bn" not in ops(plan.graph)
+        # BN folded into the conv, whose relu then fuses with it
+        assert "conv2d_relu" in ops(plan.graph) and "conv_bn" not in ops(plan.graph)
         assert not any(n.op in ("mul", "add") and n.meta.get("pass") == "fold_bn" for n in plan.graph.nodes)
 
 
@@ -964,8 +965,8 @@ def test_export_bn_fold_edge_cases(case, tmp_path):
     if case == "tiny_var":
         assert float(model.state_dict()["bn.running_var"][0]) == np.float32(1e-8)
     plan = _export_and_check(model, images(BATCH, seed=6, hw=4), tmp_path)
-    assert ops(plan.graph) == ["conv2d", "relu", "mul", "add", "flatten", "linear"]
-    assert [n.meta.get("pass") for n in plan.graph.nodes] == ["fold_bn", None, "fold_bn", "fold_bn", None, "fold_bn"]
+    assert ops(plan.graph) == ["conv2d_relu", "mul", "add", "flatten", "linear"]
+    assert [n.meta.get("pass") for n in plan.graph.nodes] == ["fuse_conv_relu", "fold_bn", "fold_bn", None, "fold_bn"]
 
 
 @pytest.mark.parametrize("make", [ConvTwoBNs, ConvResidual, BNTwoUsers], ids=["two_bns", "residual", "bn_two_users"])
@@ -973,7 +974,7 @@ def test_export_bn_with_shared_conv_output(make, tmp_path):
     gc.manual_seed(0)
     model = randomize_bn(make(), seed=8)
     plan = _export_and_check(model, images(BATCH, seed=9, hw=4), tmp_path)
-    assert "conv2d" in ops(plan.graph)
+    assert {"conv2d", "conv2d_relu"} & set(ops(plan.graph))
 
 
 def test_export_batchnorm1d_on_3d_input_becomes_mul_add(tmp_path):

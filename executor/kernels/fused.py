@@ -15,6 +15,15 @@ def _linear_relu(xp, spec):
     return writes_out(run)
 
 
+def _conv2d_relu(xp, spec):
+    conv = _conv2d(xp, spec)
+
+    def run(*args, out=None):
+        out = conv(*args, out=out)
+        return xp.maximum(out, 0, out=out)
+    return writes_out(run)
+
+
 def _sub_spec(spec, in_types, out_types, **attrs):
     return spec._replace(attrs={**spec.attrs, **attrs}, in_types=tuple(in_types), out_types=tuple(out_types))
 
@@ -85,5 +94,5 @@ def _conv_bn_train_grad(xp, spec):
     return writes_out(run)
 
 
-KERNELS = {"linear_relu": _linear_relu, "conv_bn": _conv_bn, "conv_bn_train": _conv_bn_train,
+KERNELS = {"linear_relu": _linear_relu, "conv2d_relu": _conv2d_relu, "conv_bn": _conv_bn, "conv_bn_train": _conv_bn_train,
            "conv_bn_train_grad": _conv_bn_train_grad}

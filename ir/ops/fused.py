@@ -6,12 +6,14 @@
   the running-stat update; outputs ``(y, conv_out, mean, invstd, new_rm, new_rv)``; its
   backward ``conv_bn_train_grad`` does relu mask, BN backward and both conv gradients.
 - ``conv_bn``: eval form, convolution with BN applied as a per-channel scale and shift.
+- ``conv2d_relu``: convolution with the relu applied in place (what export leaves after
+  folding BN into the convolution).
 """
 from __future__ import annotations
 
 from ..errors import GraphcError
 from ..registry import Attr, OpDef, register
-from .conv import _CONV, _conv2d
+from .conv import _CONV, _conv2d, _vjp_conv2d
 from .linalg import _linear, _vjp_linear
 from .norm import _check_channel_params
 
@@ -21,6 +23,10 @@ _BN = {"eps": Attr("float", 1e-5), "relu": Attr("bool", False)}
 def _vjp_linear_relu(b, node, cts, needs):
     g = b.emit1("relu_grad", [cts[0], node.outputs[0]])
     return _vjp_linear(b, node, [g], needs)
+
+
+def _vjp_conv2d_relu(b, node, cts, needs):
+    return _vjp_conv2d(b, node, [b.emit1("relu_grad", [cts[0], node.outputs[0]])], needs)
 
 
 def _split_conv_bn_inputs(in_types_or_values):
@@ -107,6 +113,8 @@ def _conv_bn_train_grad(in_types, attrs):
 
 register(OpDef("linear_relu", _linear, inputs=(2, 3), vjp=_vjp_linear_relu,
                doc="relu(x @ w.T + b) in one kernel (fused by fuse_linear_relu)"))
+register(OpDef("conv2d_relu", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d_relu,
+               doc="relu(conv2d(x, w, b)) in one kernel (fused by fuse_conv_relu, e.g. after BN folding)"))
 register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn,
                doc="eval form: (x, w, [b], gamma, beta, running_mean, running_var) -> y"))
 register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": Attr("float", 0.1)}, inputs=(6, 7),
