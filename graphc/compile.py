@@ -16,9 +16,11 @@ from .tracer import Tracer, input_names
 
 
 def _example_array(x, index):
-    array = x.data if isinstance(x, Tensor) and x._tracer is None else x
-    if isinstance(array, Tensor) or not hasattr(array, "__array__") and not isinstance(array, (list, float, int)):
+    if isinstance(x, Tensor) and x._tracer is None:
+        return x.numpy()  # also brings GPU tensors to the host: tracing needs shapes only
+    if isinstance(x, Tensor) or not hasattr(x, "__array__") and not isinstance(x, (list, float, int)):
         raise GraphcError(f"example input {index} must be an array or an eager Tensor, got {type(x).__name__}")
+    array = backend_of(x).to_numpy(x) if hasattr(x, "__array__") else np.asarray(x)
     array = np.asarray(array)
     DType.from_any(array.dtype)
     return array
@@ -34,12 +36,13 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
 
     root = root if root is not None else (fn if isinstance(fn, Module) else None)
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
-    if arrays and arrays[0].ndim and arrays[0].shape[0] == 0:
+    batched = next((a for a in arrays if a.ndim), None)  # the first input with a leading dim sets N
+    if batched is not None and batched.shape[0] == 0:
         raise GraphcError("example inputs have a zero-size batch; trace with at least one example")
     if name is None:
         name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
     tracer = Tracer(name, root)
-    batch = arrays[0].shape[0] if arrays and arrays[0].ndim and dynamic_batch else None
+    batch = batched.shape[0] if batched is not None and dynamic_batch else None
     tracer.batch_size = batch
     names = names or input_names(fn, len(arrays))
     symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)

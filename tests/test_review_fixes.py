@@ -111,3 +111,9 @@ def test_small_pytorch_conveniences():
     assert gc.arange(5).dtype == gc.int64 and gc.zeros_like(t).shape == (2, 2)
     with gc.no_grad():
         assert t.clone().numpy() is not t.numpy()
+
+
+def test_a_scalar_first_input_does_not_hide_the_batch_dim():
+    plan = gc.compile(lambda s, x: x * s, (np.float32(2.0), np.ones((4, 3), np.float32)))
+    out = plan(np.float32(3.0), np.ones((7, 3), np.float32))
+    np.testing.assert_array_equal(out, np.full((7, 3), 3.0, np.float32))
