@@ -86,24 +86,49 @@ def _adaptive_avg_pool2d(xp, spec):
     return writes_out(lambda x, out=None: xp.matmul(xp.matmul(ph, x), pwt, out=out))
 
 
+class _GradAccumulator:
+    """Where a pooling backward adds each window's share: the output itself when there is no
+    padding, else a padded scratch buffer cropped into the output at the end."""
+
+    def __init__(self, xp, spec):
+        self.xp = xp
+        self.shape = spec.out_types[0].shape
+        self.dtype = spec.out_types[0].dtype.numpy
+        self.ph, self.pw = spec.attrs["padding"]
+        n, c, h, w = self.shape
+        padded = (n, c, h + 2 * self.ph, w + 2 * self.pw)
+        self.scratch = xp.zeros(padded, dtype=self.dtype) if (self.ph or self.pw) else None
+
+    def begin(self, out):
+        gx = self.scratch if self.scratch is not None else (
+            out if out is not None else self.xp.empty(self.shape, dtype=self.dtype))
+        gx.fill(0)
+        return gx
+
+    def finish(self, gx, out):
+        if self.scratch is None:
+            return gx
+        h, w = self.shape[2:]
+        inner = gx[:, :, self.ph:self.ph + h, self.pw:self.pw + w]
+        if out is None:
+            return inner.copy()
+        self.xp.copyto(out, inner)
+        return out
+
+
 def _max_pool2d_grad(xp, spec):
     """Each window's gradient goes to its first maximum (PyTorch's choice on ties)."""
     a = spec.attrs
-    n, c, h, w = spec.in_types[1].shape
-    ph, pw = a["padding"]
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
     pad = Padder(xp, spec.in_types[1].shape, a["padding"], dtype, fill=-np.inf)
-    padded = bool(ph or pw)
-    scratch = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype) if padded else None
+    acc = _GradAccumulator(xp, spec)
     pending = xp.empty(spec.in_types[0].shape, dtype=bool)
     hit = xp.empty(spec.in_types[0].shape, dtype=bool)
     share = xp.empty(spec.in_types[0].shape, dtype=dtype)
 
     def run(g, x, y, out=None):
-        # without padding the output itself accumulates: no scratch, no final copy
-        gx = scratch if padded else (out if out is not None else xp.empty((n, c, h, w), dtype=dtype))
-        gx.fill(0)
+        gx = acc.begin(out)
         pending.fill(True)
         views = zip(window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw),
                     window_views(gx, a["kernel_size"], a["stride"], a["dilation"], out_hw))
@@ -113,38 +138,23 @@ def _max_pool2d_grad(xp, spec):
             xp.multiply(g, hit, out=share)
             gv += share
             xp.logical_xor(pending, hit, out=pending)  # hit implies pending: clears the winners
-        return _crop(xp, spec, gx, (ph, pw), out) if padded else gx
+        return acc.finish(gx, out)
     return writes_out(run)
-
-
-def _crop(xp, spec, padded, padding, out):
-    ph, pw = padding
-    h, w = spec.out_types[0].shape[2:]
-    inner = padded[:, :, ph:ph + h, pw:pw + w]
-    if out is None:
-        return inner.copy()
-    xp.copyto(out, inner)
-    return out
 
 
 def _avg_pool2d_grad(xp, spec):
     a = spec.attrs
-    n, c, h, w = spec.out_types[0].shape
-    ph, pw = a["padding"]
     out_hw = spec.in_types[0].shape[2:]
-    dtype = spec.out_types[0].dtype.numpy
     divisor = _avg_divisor(xp, spec, spec.out_types[0].shape, out_hw)
-    padded = bool(ph or pw)
-    scratch = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype) if padded else None
-    share = xp.empty(spec.in_types[0].shape, dtype=dtype)
+    acc = _GradAccumulator(xp, spec)
+    share = xp.empty(spec.in_types[0].shape, dtype=spec.out_types[0].dtype.numpy)
 
     def run(g, out=None):
         xp.divide(g, divisor, out=share)
-        gx = scratch if padded else (out if out is not None else xp.empty((n, c, h, w), dtype=dtype))
-        gx.fill(0)
+        gx = acc.begin(out)
         for view in window_views(gx, a["kernel_size"], a["stride"], (1, 1), out_hw):
             view += share
-        return _crop(xp, spec, gx, (ph, pw), out) if padded else gx
+        return acc.finish(gx, out)
     return writes_out(run)
 
 
