@@ -1036,3 +1036,46 @@ def test_bug_autodiff_constant_names_collide_with_a_parameter_named_like_them(tm
     step.save(path)
     gc.load(path)  # raises PlanFormatError today ("duplicate tensor name 'c0'")
     ir.verify(step.graph)
+
+
+# ---- fuse_conv_relu ----------------------------------------------------------------------------
+def test_fuse_conv_relu_before_after_and_not_with_two_users():
+    from graphc.passes.fusion import fuse_conv_relu
+
+    gc.manual_seed(0)
+    x = np.random.default_rng(0).standard_normal((2, 1, 6, 6)).astype(np.float32)
+    g = gc.trace(nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten()), x)
+    out = fuse_conv_relu(g)
+    lines = [ln.split("  #")[0].strip() for ln in str(out).splitlines() if " = " in ln]
+    assert lines == ["%1:f32[N,2,6,6] = conv2d_relu[stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1]"
+                     "(%x, %0.weight, %0.bias)",
+                     "%2:f32[N,72] = flatten[start_dim=1, end_dim=-1](%1)"]
+    assert out.nodes[0].meta["fused"] == "conv2d+relu"
+
+    class TwoUsers(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 2, 3, padding=1)
+
+        def forward(self, x):
+            h = self.conv(x)
+            return h.relu() + h
+
+    g2 = gc.trace(TwoUsers(), x)
+    assert [n.op for n in fuse_conv_relu(g2).nodes] == [n.op for n in g2.nodes]
+
+
+def test_cnn_without_bn_trains_the_same_with_fused_conv_relu():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((8, 1, 6, 6)).astype(np.float32), rng.integers(0, 3, 8)
+    losses = {}
+    for passes in ("none", "default"):
+        gc.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(36, 3))
+        step = gc.compile(model, (x, y), loss_fn=nn.CrossEntropyLoss(), passes=passes, verify=True,
+                          optimizer=optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+        losses[passes] = [float(step(x, y)) for _ in range(5)]
+        if passes == "default":
+            assert "conv2d_relu" in [n.op for n in step.graph.nodes]
+    np.testing.assert_allclose(losses["default"], losses["none"], rtol=1e-5)
