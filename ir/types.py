@@ -66,9 +66,6 @@ def promote(a: DType, b: DType) -> DType:
 
 # ---- symbolic dims -------------------------------------------------------------
 
-Dim = "int | str"
-
-
 def dim_poly(d) -> tuple[int, int]:
     """``64 -> (64, 0)``, ``"N" -> (1, 1)``, ``"N*64" -> (64, 1)``."""
     if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
@@ -126,10 +123,6 @@ def bind_dim(d, n: int) -> int:
     return coef * n ** power
 
 
-def dim_str(d) -> str:
-    return str(d)
-
-
 @dataclass(frozen=True)
 class TensorType:
     """Shape (ints and symbolic dims) plus dtype, e.g. ``f32[N,128]``.
@@ -164,4 +157,4 @@ class TensorType:
         return TensorType(self.shape, dtype)
 
     def __str__(self) -> str:
-        return f"{self.dtype.short}[{','.join(dim_str(d) for d in self.shape)}]"
+        return f"{self.dtype.short}[{','.join(str(d) for d in self.shape)}]"

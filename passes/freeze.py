@@ -24,7 +24,7 @@ def fold_bn(graph: Graph) -> Graph:
     new weight and bias (computed in float64, cast back) or, with no such producer, a
     per-channel multiply-add. The result holds no batch_norm node."""
     counts = use_counts(graph)
-    producers = {id(v): n for n in graph.nodes for v in n.outputs}
+    producers = graph.producers()
     out = graph.copy()
     replaced, removed = {}, set()
     for bn in graph.nodes:

@@ -6,10 +6,6 @@ from ..ir.graph import Graph, Node
 from .rewrite import use_counts
 
 
-def _producers(graph: Graph) -> dict:
-    return {id(v): n for n in graph.nodes for v in n.outputs}
-
-
 def _single_use(counts: dict, value) -> bool:
     return counts.get(id(value), 0) == 1
 
@@ -27,7 +23,7 @@ def _fused_meta(head: Node, name: str, ops: list) -> dict:
 
 def _fuse_into_relu(graph: Graph, producer_op: str, fused_op: str, pass_name: str) -> Graph:
     """``relu(producer(...))`` -> ``fused(...)`` where the producer's output has one user."""
-    counts, producers = use_counts(graph), _producers(graph)
+    counts, producers = use_counts(graph), graph.producers()
     replaced, removed = {}, set()
     for node in graph.nodes:
         src = producers.get(id(node.inputs[0])) if node.op == "relu" else None
@@ -61,11 +57,7 @@ def fuse_conv_relu(graph: Graph) -> Graph:
 
 def fuse_conv_bn(graph: Graph) -> Graph:
     """conv2d -> batch_norm(_train) [-> relu] -> one ``conv_bn`` / ``conv_bn_train`` node."""
-    counts, producers = use_counts(graph), _producers(graph)
-    users: dict[int, list] = {}
-    for n in graph.nodes:
-        for v in n.inputs:
-            users.setdefault(id(v), []).append(n)
+    counts, producers, users = use_counts(graph), graph.producers(), graph.users()
     replaced, removed = {}, set()
     for bn in graph.nodes:
         if bn.op not in ("batch_norm", "batch_norm_train"):

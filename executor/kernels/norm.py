@@ -13,6 +13,14 @@ def channel_layout(shape):
     return axes, bshape
 
 
+def reduced_count(shape, axes) -> int:
+    """How many elements each output of a reduction over ``axes`` combines."""
+    count = 1
+    for a in axes:
+        count *= shape[a]
+    return count
+
+
 def _outs(xp, spec, out):
     if out is not None:
         return out
@@ -36,9 +44,7 @@ def _batch_norm_train(xp, spec):
     shape = spec.in_types[0].shape
     axes, bshape = channel_layout(shape)
     eps, momentum = spec.attrs["eps"], spec.attrs["momentum"]
-    count = 1
-    for a in axes:
-        count *= shape[a]
+    count = reduced_count(shape, axes)
     if count <= 1:
         raise ShapeError(f"batch_norm in training needs more than 1 value per channel, got input {list(shape)}")
     unbias = count / (count - 1)
@@ -65,9 +71,7 @@ def _batch_norm_train(xp, spec):
 def _batch_norm_train_grad(xp, spec):
     shape = spec.in_types[1].shape
     axes, bshape = channel_layout(shape)
-    count = 1
-    for a in axes:
-        count *= shape[a]
+    count = reduced_count(shape, axes)
     dtype = spec.in_types[1].dtype.numpy
     xhat = xp.empty(shape, dtype=dtype)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...ir.errors import GraphcError
 from .base import writes_out
+from .norm import reduced_count
 
 
 def _reduce(method):
@@ -42,9 +43,7 @@ def _reduce_grad(xp, spec):
     shape = spec.out_types[0].shape
     axes = tuple(a % max(len(shape), 1) for a in spec.attrs["dims"])
     keep = tuple(1 if i in axes else d for i, d in enumerate(shape))
-    count = 1
-    for a in axes:
-        count *= shape[a]
+    count = reduced_count(shape, axes)
     scale = spec.out_types[0].dtype.numpy.type(1.0 / max(count, 1)) if spec.attrs["mean"] else None
 
     def run(g, out=None):

@@ -75,9 +75,6 @@ def window_out(size: int, kernel: int, stride: int, padding: int, dilation: int,
     return out
 
 
-def pair(v) -> tuple:
-    return (v, v) if isinstance(v, int) else tuple(v)
-
 
 def check_pairs(attrs: dict, op: str, minimums: dict) -> None:
     """Window attrs must be pairs of ints at least their minimum (stride >= 1, padding >= 0...)."""
