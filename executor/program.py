@@ -20,10 +20,6 @@ from ..ir.graph import Graph
 from .kernels import KernelSpec
 from .memory import Buffer, assign_offsets
 
-# Ops whose kernels may write their output over an input of the same shape (ufunc-style).
-IN_PLACE_SAFE = frozenset({"add", "sub", "mul", "div", "neg", "maximum", "minimum", "sqrt", "exp", "relu"})
-
-
 class Program:
     def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict, state: dict, planned: bool = True):
         """``planned=False`` makes every kernel allocate its outputs (the baseline the
@@ -90,7 +86,7 @@ class Program:
         for name, value in graph.updates.items():
             s, target = slot[id(value)], slot[id(graph.state[name])]
             producer = producer_of.get(id(value))
-            if (producer is not None and kinds[producer] == "out" and graph.nodes[producer].op in IN_PLACE_SAFE
+            if (producer is not None and kinds[producer] == "out" and getattr(runs[producer], "alias_safe", False)
                     and root[s] == s and s not in returned and s not in in_place
                     and last_read.get(root[target], -1) <= producer and root[target] == target):
                 in_place[s] = name

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 
-def writes_out(run):
+def writes_out(run, alias_safe: bool = False):
     """``run(*inputs, out=None)`` fully overwrites ``out`` (an array, or a tuple for several
-    outputs) without reading it first; with ``out=None`` it allocates."""
+    outputs) without reading it first; with ``out=None`` it allocates. ``alias_safe``: ``out``
+    may also be one of the inputs (a single ufunc call), so an update can run in place."""
     run.writes_out = True
+    run.alias_safe = alias_safe
     return run
 
 

@@ -18,11 +18,11 @@ def _ufunc_kernel(ufunc, spec, dtype=None):
     cast = _casting(spec, dtype)
     if cast is None:
         if len(spec.in_types) == 1:
-            return writes_out(lambda x, out=None: ufunc(x, out=out))
-        return writes_out(lambda a, b, out=None: ufunc(a, b, out=out))
+            return writes_out(lambda x, out=None: ufunc(x, out=out), alias_safe=True)
+        return writes_out(lambda a, b, out=None: ufunc(a, b, out=out), alias_safe=True)
     want, flags = cast
     return writes_out(lambda *arrays, out=None: ufunc(*(a.astype(want) if f else a for a, f in zip(arrays, flags)),
-                                                      out=out))
+                                                      out=out), alias_safe=True)
 
 
 def _ufunc(name):
@@ -30,7 +30,7 @@ def _ufunc(name):
 
 
 def _relu(xp, spec):
-    return writes_out(lambda x, out=None: xp.maximum(x, 0, out=out))
+    return writes_out(lambda x, out=None: xp.maximum(x, 0, out=out), alias_safe=True)
 
 
 def _sigmoid(xp, spec):
