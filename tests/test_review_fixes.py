@@ -117,3 +117,17 @@ def test_a_scalar_first_input_does_not_hide_the_batch_dim():
     plan = gc.compile(lambda s, x: x * s, (np.float32(2.0), np.ones((4, 3), np.float32)))
     out = plan(np.float32(3.0), np.ones((7, 3), np.float32))
     np.testing.assert_array_equal(out, np.full((7, 3), 3.0, np.float32))
+
+
+def test_clamp_squeeze_expand_eager_and_traced():
+    t = gc.tensor([[-2.0, 0.5, 3.0]])
+    np.testing.assert_array_equal(t.clamp(-1.0, 1.0).numpy(), [[-1.0, 0.5, 1.0]])
+    assert t.squeeze(0).shape == (3,) and t.squeeze().shape == (3,) and t.unsqueeze(0).shape == (1, 1, 3)
+    assert t.expand(4, 3).shape == (4, 3)
+
+    def fn(x):  # the batch dim must survive squeeze/unsqueeze/expand without pinning the plan
+        return x.unsqueeze(1).squeeze(1).clamp(0.0, 1.0).unsqueeze(2).expand(x.shape[0], 3, 2)
+
+    plan = gc.compile(fn, (np.ones((4, 3), np.float32),))
+    assert plan(np.full((6, 3), 2.0, np.float32)).shape == (6, 3, 2)
+    assert "fixed_batch" not in plan.graph.meta
