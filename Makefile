@@ -4,7 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test venv clean
+.PHONY: help demo test venv clean
+
+help:
+	@echo "make demo   # the main job: train a CNN on the bundled digits, save, export, reload, draw the graph"
+	@echo "make test   # the test suite"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -24,7 +24,7 @@ from . import data, debug, optim  # noqa: E402
 from . import viz  # noqa: E402
 from .executor import Plan  # noqa: E402
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402  (the one place the version is written)
 
 __all__ = [
     "DType", "DeviceError", "GraphcError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
