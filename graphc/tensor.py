@@ -264,11 +264,13 @@ class Tensor:
     def pow(self, exponent): return apply("pow", [self, exponent])
 
     def clamp(self, min=None, max=None):
+        # where(), not maximum/minimum: those split the gradient 0.5/0.5 at ties, while
+        # PyTorch's clamp passes it whole on the closed interval [min, max]. NaN stays NaN.
         out = self
         if min is not None:
-            out = apply("maximum", [out, min])
+            out = apply("where", [apply("lt", [out, min]), min, out])
         if max is not None:
-            out = apply("minimum", [out, max])
+            out = apply("where", [apply("gt", [out, max]), max, out])
         return out
 
     def cast(self, dtype) -> "Tensor":

@@ -34,12 +34,18 @@ def _relu(xp, spec):
 
 
 def _sigmoid(xp, spec):
-    # 0.5 * (1 + tanh(x / 2)) is exact sigmoid without exp overflow for large |x|.
+    # Stable for both signs, as PyTorch: with e = exp(-|x|) (never overflows),
+    # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0. The tanh form
+    # 0.5 * (1 + tanh(x / 2)) cancels to 0 for x < -17 and loses digits well before.
+    shape, dtype = spec.in_types[0].shape, spec.out_types[0].dtype.numpy
+    denominator, positive = xp.empty(shape, dtype), xp.empty(shape, bool)  # reused every step
+
     def run(x, out=None):
-        y = xp.multiply(x, 0.5, out=out)
-        y = xp.tanh(y, out=y if out is not None else None)
-        y = xp.add(y, 1, out=out)
-        return xp.multiply(y, 0.5, out=out)
+        out = xp.empty(shape, dtype) if out is None else out
+        e = xp.exp(xp.negative(xp.abs(x, out=out), out=out), out=out)
+        xp.add(e, 1, out=denominator)
+        xp.copyto(out, 1, where=xp.greater_equal(x, 0, out=positive))
+        return xp.divide(out, denominator, out=out)
     return writes_out(run)
 
 
@@ -96,7 +102,8 @@ def _relu_grad(xp, spec):
 
 def _sigmoid_grad(xp, spec):
     def run(g, y, out=None):
-        r = xp.subtract(1, y, out=out)
+        out = xp.empty(spec.out_types[0].shape, spec.out_types[0].dtype.numpy) if out is None else out
+        r = xp.subtract(1, y, out=out)  # into an array even for 0-d inputs (ufuncs return scalars)
         r = xp.multiply(r, y, out=r)
         return xp.multiply(r, g, out=r)
     return writes_out(run)
@@ -104,6 +111,7 @@ def _sigmoid_grad(xp, spec):
 
 def _tanh_grad(xp, spec):
     def run(g, y, out=None):
+        out = xp.empty(spec.out_types[0].shape, spec.out_types[0].dtype.numpy) if out is None else out
         r = xp.multiply(y, y, out=out)
         r = xp.subtract(1, r, out=r)
         return xp.multiply(r, g, out=r)

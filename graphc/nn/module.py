@@ -26,7 +26,7 @@ class Parameter(Tensor):
         array = data.data if isinstance(data, Tensor) else np.asarray(data)
         if array.dtype == np.float64 and not isinstance(data, (np.ndarray, Tensor)):
             array = array.astype(np.float32)
-        super().__init__(np.ascontiguousarray(array))
+        super().__init__(np.require(array, requirements="C"))  # ascontiguousarray makes 0-d into 1-d
         self.requires_grad = requires_grad
 
     def __repr__(self) -> str:
