@@ -883,7 +883,7 @@ def test_frozen_bn_fine_tuning_default_matches_none(kind):
     assert rel_err(fused[2][bn_weight], start[bn_weight]) > 1e-4  # gamma gets gradients
 
 
-def test_done_when_cnn_training_graph_is_fused(capsys):
+def test_done_when_cnn_training_graph_is_fused():
     fused = _training_graph(_cnn(), "default")
     plain = _training_graph(_cnn(), "none")
     conv_bn = [n for n in fused.nodes if n.op == "conv_bn_train"]
@@ -892,9 +892,6 @@ def test_done_when_cnn_training_graph_is_fused(capsys):
     assert ops(fused).count("conv_bn_train_grad") == 2
     assert not {"batch_norm_train", "batch_norm_train_grad"} & set(ops(fused))
     assert len(fused.nodes) < len(plain.nodes)
-    with capsys.disabled():
-        print(f"\n[test_passes] CNN training graph: passes='none' {len(plain.nodes)} nodes, "
-              f"default {len(fused.nodes)} nodes")
 
 
 # ---- export ------------------------------------------------------------------------------------

@@ -340,7 +340,7 @@ def test_write_plan_file_viz_needs_no_model_code(step, tmp_path):
     assert {f"n{i}" for i in range(len(step.graph.nodes))} <= set(svg_nodes(root))
     path = tmp_path / "frozen.graphc"
     gc.export(Net(), (XB,), path)
-    svg = gc.viz.write_plan_file_viz(path, tmp_path / "frozen.svg").read_text()
+    svg = gc.viz.write_plan_file_viz(path, tmp_path / "frozen.svg", layout="python").read_text()
     assert 'class="node const"' in svg  # parameters of a frozen plan are constants
 
 
@@ -379,11 +379,19 @@ def test_graphviz_output_is_used_when_dot_is_on_path(step, monkeypatch, tmp_path
         gc.viz.to_svg(step, layout="dot")
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (the Python layout is tested)")
-def test_real_graphviz(step):
+def test_real_graphviz_or_its_clear_absence(step):
+    """With Graphviz's ``dot`` on PATH the dot layout draws every node; without it, asking for
+    that layout is a clear error and ``auto`` falls back to the Python layout. Either way this
+    runs: which branch depends on the machine, and both are behaviour users meet."""
+    if shutil.which("dot") is None:
+        with pytest.raises(gc.GraphcError, match="Graphviz"):
+            gc.viz.to_html(step, layout="dot")
+        assert gc.viz.to_svg(step, layout="auto") == gc.viz.to_svg(step, layout="python")
+        return
     page = gc.viz.to_html(step, layout="dot")
     root = ET.fromstring(page.encode())
     assert {f"n{i}" for i in range(len(step.graph.nodes))} <= set(svg_nodes(root))
+    assert gc.viz.to_svg(step, layout="auto") == gc.viz.to_svg(step, layout="dot")  # auto picks dot
 
 
 # ---- a real browser -----------------------------------------------------------------
