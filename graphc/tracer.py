@@ -19,16 +19,24 @@ from .ir.types import BATCH, DType, TensorType, dim_poly
 
 from . import executor as _executor, ir as _ir, passes as _passes
 
-# The folders of graphc's four packages: frames from files inside them are not "user" code.
+# The folders of graphc's four packages: frames from files inside them are not "user" code,
+# except graphc's own applications (the demo and the benchmarks), whose models are user-level
+# code that happens to ship with graphc: their nodes should point at their lines.
 PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep
                      for path in (__file__, _ir.__file__, _passes.__file__, _executor.__file__))
+APPLICATION_FILES = tuple(os.path.join(PACKAGE_DIRS[0], name) for name in ("demo.py", "bench.py"))
+
+
+def _is_library_frame(filename: str) -> bool:
+    if filename.startswith("<frozen "):  # the launcher (runpy for `python -m`), never user code
+        return True
+    return filename.startswith(PACKAGE_DIRS) and not filename.startswith(APPLICATION_FILES)
 
 
 def user_frame():
-    """The innermost stack frame whose code is outside graphc (or None)."""
-    dirs = PACKAGE_DIRS
+    """The innermost stack frame whose code is outside graphc's library (or None)."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(dirs):
+    while frame is not None and _is_library_frame(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
 

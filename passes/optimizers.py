@@ -26,7 +26,8 @@ def lr_input_name(index: int, count: int) -> str:
 def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
     """Add update nodes for every parameter with a gradient; record them in ``graph.updates``."""
     out = graph.copy()
-    b = Builder(out, meta={"pass": "optimizer", "phase": "update"})
+    source = next((g["source"] for g in groups if g.get("source")), None)  # where the optimizer was built
+    b = Builder(out, meta={"pass": "optimizer", "phase": "update", **({"source": source} if source else {})})
     step = out.add_state(Value(STEP, TensorType((), DType.int64)), "optim")
     new_step = b.emit1("add", [step, _const(b, 1, DType.int64)])
     out.updates[STEP] = new_step
@@ -44,6 +45,8 @@ def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
             if grad is None:  # unused parameter: PyTorch skips params whose grad is None
                 continue
             b.meta = {"pass": "optimizer", "phase": "update", "module": pname, "module_type": group["kind"]}
+            if group.get("source"):
+                b.meta["source"] = group["source"]
             out.updates[pname] = update(ctx, pname, out.state[pname], grad)
     out.meta["hyper_inputs"] = hyper_inputs
     out.meta["optimizer"] = [{"kind": g["kind"], "params": list(g["params"]), "hyper": dict(g["hyper"])}

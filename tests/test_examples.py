@@ -37,6 +37,14 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "predictions match" in done.stdout
     for name in ("train.graphc", "model.graphc", "graph.txt", "graph.dot", "graph.svg", "graph.html"):
         assert (out / name).stat().st_size > 0, name
+    # every node names the demo's own model code, never the launcher (runpy, the console script)
+    import graphc as gc
+
+    for name in ("train.graphc", "model.graphc"):
+        sources = {node.meta.get("source", "") for node in gc.load(out / name).graph.nodes}
+        assert sources and all(s.startswith("demo.py:") for s in sources), (name, sorted(sources))
+    text = (out / "graph.txt").read_text()
+    assert "runpy" not in text and " at graphc:" not in text and " at demo.py:" in text
 
 
 def test_demo_bad_option_is_one_clear_line():

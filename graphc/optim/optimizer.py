@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ir.errors import GraphcError
 from ..tensor import Tensor
+from ..tracer import user_source
 
 
 class Optimizer:
@@ -17,6 +18,7 @@ class Optimizer:
     kind = ""
 
     def __init__(self, params, defaults: dict):
+        self._gc_source = user_source()  # update nodes in plans point at the line that built the optimizer
         self.defaults = dict(defaults)
         params = list(params)
         if not params:
@@ -47,7 +49,8 @@ class Optimizer:
                 shapes = ", ".join(str(tuple(p.data.shape)) for p in missing[:5])
                 raise GraphcError(f"{type(self).__name__} holds {len(missing)} parameter(s) that are not in the "
                                   f"model (shapes {shapes}): pass model.parameters() of the model being compiled")
-            out.append({"kind": self.kind, "params": [names[id(p)] for p in group["params"]], "hyper": self.hyper(group)})
+            out.append({"kind": self.kind, "params": [names[id(p)] for p in group["params"]], "hyper": self.hyper(group),
+                        "source": self._gc_source})
         return out
 
     def zero_grad(self, set_to_none: bool = True) -> None:
