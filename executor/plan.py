@@ -47,6 +47,9 @@ class Plan:
         self.input_names = [v.name for v in user_inputs]
         self.output_names = list(graph.output_names) or [v.name for v in graph.outputs]
         self.metadata: dict = {}  # free-form plain data saved with the plan
+        # Learning-rate schedulers driving param_groups; a training plan saves their state. Loaded
+        # by the executor alone they are plain {"type", "state"} entries; gc.load rebuilds them.
+        self.lr_schedulers: list = []
         self.producer = self.format_version = None  # set when loaded from a file
 
     # ---- running ----------------------------------------------------------------
@@ -127,6 +130,11 @@ class Plan:
         raise ShapeError(f"input {name!r}: expected an array, got {type(data).__name__}")
 
     # ---- state ------------------------------------------------------------------
+    @property
+    def state(self) -> dict:
+        """Every state array by name, live: parameters, buffers and optimizer state (``optim.*``)."""
+        return self._state
+
     def state_dict(self) -> dict:
         """Current parameters and buffers by the model's state_dict names (live arrays)."""
         roles = self.graph.state_roles

@@ -19,7 +19,7 @@ from ..ir.errors import GraphcError, PlanFormatError
 from .plan_format import DTYPES, MAX_DIM, check_plain, decode_graph, encode_graph, expect, fail, field, verify_loaded
 
 MAGIC = "graphc-plan"
-FORMAT_VERSION = (1, 0)
+FORMAT_VERSION = (1, 1)  # 1.1: optional lr scheduler state and initial_lr (docs/format.md)
 KINDS = ("training", "inference")
 _LIMITS = dict(max_str_len=1 << 20, max_array_len=1 << 24, max_map_len=1 << 20, max_ext_len=0)
 
@@ -38,7 +38,8 @@ def plan_to_bytes(plan, metadata: dict | None = None) -> bytes:
     body = {
         "graph": encode_graph(graph),
         "tensors": tensors,
-        "param_groups": [{"lr": float(g["lr"])} for g in plan.param_groups],
+        "param_groups": [_group_record(g) for g in plan.param_groups],
+        "lr_schedulers": [_scheduler_record(s) for s in plan.lr_schedulers],
         "rng": _rng_state(plan.rng),
         "metadata": check_plain(dict(metadata or {}), "metadata"),
     }
@@ -47,6 +48,19 @@ def plan_to_bytes(plan, metadata: dict | None = None) -> bytes:
         "magic": MAGIC, "format_version": list(FORMAT_VERSION), "producer": producer(), "kind": plan.kind,
         "checksum": "sha256:" + hashlib.sha256(body_bytes).hexdigest(), "body": body_bytes,
     }, use_bin_type=True)
+
+
+def _group_record(group: dict) -> dict:
+    record = {"lr": float(group["lr"])}
+    if "initial_lr" in group:  # where a scheduler started: resuming it needs this too
+        record["initial_lr"] = float(group["initial_lr"])
+    return record
+
+
+def _scheduler_record(scheduler) -> dict:
+    if isinstance(scheduler, dict):  # loaded without graphc's scheduler classes: kept as read
+        return scheduler
+    return {"type": type(scheduler).__name__, "state": check_plain(scheduler.state_dict(), "lr scheduler state")}
 
 
 def _tensor_record(name: str, array: np.ndarray) -> dict:
@@ -197,6 +211,7 @@ def plan_from_bytes(data: bytes, device="cpu"):
         verify_loaded(graph)
         _check_kind(doc["kind"], graph)
         groups = _param_groups(field(body, "param_groups", list, "body"), graph)
+        schedulers = _schedulers(expect(body.get("lr_schedulers", []), list, "lr_schedulers"))
         rng_state = _decode_rng(field(body, "rng", dict, "body"))
         metadata = check_plain(expect(body.get("metadata", {}), dict, "metadata"), "metadata")
     except PlanFormatError:
@@ -207,6 +222,7 @@ def plan_from_bytes(data: bytes, device="cpu"):
     plan = Plan(graph, state, device=device, kind=doc["kind"], param_groups=groups)
     plan.rng.bit_generator.state = rng_state
     plan.metadata = metadata
+    plan.lr_schedulers = schedulers
     plan.producer = doc["header"].get("producer")
     plan.format_version = tuple(doc["header"]["format_version"])
     return plan
@@ -228,7 +244,32 @@ def _param_groups(groups: list, graph) -> list:
     out = []
     for g in groups:
         expect(g, dict, "param_groups entry")
-        out.append({"lr": float(field(g, "lr", (int, float), "param_groups entry"))})
+        group = {"lr": float(field(g, "lr", (int, float), "param_groups entry"))}
+        if "initial_lr" in g:
+            group["initial_lr"] = float(field(g, "initial_lr", (int, float), "param_groups entry"))
+        out.append(group)
+    return out
+
+
+MAX_SCHEDULERS = 16  # a plan is driven by a few schedulers at most
+
+
+def _schedulers(entries: list) -> list:
+    """Plain ``{"type": str, "state": {str: number or list of numbers}}`` entries; graphc's
+    ``gc.load`` maps the type through its own table of scheduler classes."""
+    if len(entries) > MAX_SCHEDULERS:
+        fail(f"{len(entries)} lr_schedulers (at most {MAX_SCHEDULERS})")
+    out = []
+    for entry in entries:
+        expect(entry, dict, "lr_schedulers entry")
+        kind = field(entry, "type", str, "lr_schedulers entry")
+        state = field(entry, "state", dict, "lr_schedulers entry")
+        for key, value in state.items():
+            values = value if isinstance(value, list) else [value]
+            if len(values) > 1 << 16 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                for v in values):
+                fail(f"lr scheduler {kind[:40]!r} state {str(key)[:40]!r} must be a number or a list of numbers")
+        out.append({"type": kind, "state": state})
     return out
 
 

@@ -1,6 +1,8 @@
 """``gc.trace`` and ``gc.compile``: from a model (or function) to an IR graph and a plan."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .executor import Plan
@@ -8,7 +10,7 @@ from .executor.backends import backend_of
 from .executor.program import evaluate_node
 from .passes.freeze import freeze
 from .passes.manager import record, resolve, run_passes
-from .ir.errors import GraphcError, TraceError
+from .ir.errors import GraphcError, PlanFormatError, TraceError
 from .ir.types import DType
 from .random import next_seed
 from .tensor import Tensor
@@ -111,8 +113,16 @@ def load(path, device="cpu") -> Plan:
     (3, 2)
     """
     from .executor.serialize import load_plan
+    from .optim.lr_scheduler import restore
 
-    return load_plan(path, device)
+    plan = load_plan(path, device)
+    entries, plan.lr_schedulers = plan.lr_schedulers, []
+    try:  # the saved schedulers continue where they stood, driving the loaded plan's param_groups
+        for entry in entries:
+            restore(entry, plan)  # appends itself to plan.lr_schedulers
+    except GraphcError as e:
+        raise PlanFormatError(f"{os.fspath(path)}: {e.message}") from None
+    return plan
 
 
 EXPORT_PASSES = ["fold_bn", "fold_constants", "cse", "dce", "fuse_conv_bn", "fuse_conv_relu", "fuse_linear_relu"]

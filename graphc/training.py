@@ -68,5 +68,8 @@ def compile_training(model, example_inputs, loss_fn, optimizer, passes="default"
     if not isinstance(optimizer, Optimizer):
         raise GraphcError(f"optimizer must be a graphc.optim optimizer, got {type(optimizer).__name__}")
     graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify)
-    return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
+    plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
                 param_groups=optimizer.param_groups)
+    names = {id(t): name for name, t in model.state_dict_tensors().items()}
+    optimizer.attach_plan(plan, [names[id(p)] for group in optimizer.param_groups for p in group["params"]])
+    return plan

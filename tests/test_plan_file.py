@@ -245,7 +245,7 @@ def test_state_dict_and_step_count_on_loaded_plan(tmp_path):
     plan = gc.load(tmp_path / "p.graphc")
     assert isinstance(plan, gc.Plan)
     assert plan.kind == "training" and plan.step_count == 3
-    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 0)
+    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 1)
     sd = plan.state_dict()
     assert list(sd) == list(step.state_dict())
     assert set(sd) == set(model.state_dict())
@@ -755,9 +755,9 @@ def test_ext_types_are_refused():
 # ---- hostile files: header ------------------------------------------------------------------------------
 def test_newer_major_version_names_both_versions():
     err = refuse(pack_file(format_version=[2, 0]))
-    assert "2.0" in str(err) and "1.0" in str(err), str(err)
+    assert "2.0" in str(err) and "1.1" in str(err), str(err)
     err = refuse(pack_file(format_version=[17, 3]))
-    assert "17.3" in str(err) and "1.0" in str(err), str(err)
+    assert "17.3" in str(err) and "1.1" in str(err), str(err)
 
 
 def test_newer_minor_version_with_unknown_keys_loads():

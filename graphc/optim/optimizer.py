@@ -19,6 +19,9 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict):
         self._gc_source = user_source()  # update nodes in plans point at the line that built the optimizer
+        self.lr_schedulers: list = []  # schedulers built on this optimizer (their state is saved with plans)
+        self._plan = None  # the training plan compiled with this optimizer: it holds the optimizer state
+        self._param_names: list = []  # state name of each parameter, in param_groups order
         self.defaults = dict(defaults)
         params = list(params)
         if not params:
@@ -59,6 +62,72 @@ class Optimizer:
     def step(self, closure=None):
         raise GraphcError(f"{type(self).__name__}.step(): graphc updates parameters inside the compiled plan; "
                           "use step = gc.compile(model, (x, y), loss_fn=..., optimizer=opt) and call step(x, y)")
+
+    def attach_plan(self, plan, param_names: list) -> None:
+        """Called by ``gc.compile``: the plan holds this optimizer's state from now on."""
+        self._plan, self._param_names = plan, list(param_names)
+        plan.lr_schedulers = self.lr_schedulers  # shared: schedulers built later are saved too
+
+    def state_dict(self) -> dict:
+        """PyTorch's layout: ``{"state": {index: {slot: array}}, "param_groups": [...]}`` with
+        parameters as indices. The state (momentum buffers, Adam moments, ``step``) is read
+        from the compiled training plan; before compiling it is empty, as in PyTorch.
+
+        >>> from graphc import nn, optim
+        >>> optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1).state_dict()["param_groups"][0]["params"]
+        [0, 1]
+        """
+        groups, index = [], 0
+        for group in self.param_groups:
+            count = len(group["params"])
+            groups.append({**{k: v for k, v in group.items() if k != "params"},
+                           "params": list(range(index, index + count))})
+            index += count
+        return {"state": self._plan_state(), "param_groups": groups}
+
+    def _plan_state(self) -> dict:
+        if self._plan is None:
+            return {}
+        arrays, state = self._plan.state, {}
+        step = arrays.get("optim.step")
+        for i, name in enumerate(self._param_names):
+            prefix = f"optim.{name}."
+            slots = {k[len(prefix):]: v.copy() for k, v in arrays.items() if k.startswith(prefix)}
+            if slots or step is not None:
+                state[i] = {**slots, **({"step": float(step)} if step is not None else {})}
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore learning rates (and, once compiled, the optimizer state) from ``state_dict()``.
+        Other hyper-parameters are compiled into the plan: changing them there is an error."""
+        groups = state_dict.get("param_groups") if isinstance(state_dict, dict) else None
+        if not isinstance(groups, list) or len(groups) != len(self.param_groups):
+            raise GraphcError(f"{type(self).__name__}.load_state_dict: expected {len(self.param_groups)} "
+                              "param_groups in the state dict")
+        for mine, saved in zip(self.param_groups, groups):
+            if len(saved.get("params", ())) != len(mine["params"]):
+                raise GraphcError("load_state_dict: a parameter group has a different number of parameters")
+            changed = [k for k in self.hyper(mine) if k in saved and saved[k] != mine[k]]
+            if changed and self._plan is not None:
+                raise GraphcError(f"load_state_dict: {changed} differ from the compiled plan's; "
+                                  "only the learning rate can change after gc.compile")
+            mine.update({k: v for k, v in saved.items() if k != "params"})
+        self._load_plan_state(state_dict.get("state") or {})
+
+    def _load_plan_state(self, state: dict) -> None:
+        if not state:
+            return
+        if self._plan is None:
+            raise GraphcError("load_state_dict: optimizer state can be restored after gc.compile (it lives in the plan)")
+        arrays = self._plan.state
+        for i, slots in state.items():
+            name = self._param_names[int(i)]
+            for slot, value in slots.items():
+                key = "optim.step" if slot == "step" else f"optim.{name}.{slot}"
+                if key not in arrays:
+                    raise GraphcError(f"load_state_dict: the plan has no optimizer state {key!r}")
+                arrays[key][...] = value
+
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
