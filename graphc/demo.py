@@ -44,7 +44,8 @@ def train(args, log=print) -> dict:
     loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, seed=args.seed)
     model = build_model()
     opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-    sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs)
+    # A floor (eta_min) so the saved plan never holds lr 0: resuming it keeps learning.
+    sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs, eta_min=1e-3)
     xb, yb = next(iter(loader))
 
     start = time.perf_counter()
