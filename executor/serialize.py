@@ -63,9 +63,15 @@ def _scheduler_record(scheduler) -> dict:
     return {"type": type(scheduler).__name__, "state": check_plain(scheduler.state_dict(), "lr scheduler state")}
 
 
+FILE_DTYPES = {np.dtype("float32"): "f32", np.dtype("float64"): "f64", np.dtype("int64"): "i64",
+               np.dtype("bool"): "b1"}
+
+
 def _tensor_record(name: str, array: np.ndarray) -> dict:
-    dtype = {np.dtype("float32"): "f32", np.dtype("float64"): "f64", np.dtype("int64"): "i64",
-             np.dtype("bool"): "b1"}[array.dtype]
+    dtype = FILE_DTYPES.get(array.dtype)
+    if dtype is None:
+        raise GraphcError(f"cannot save tensor {name!r}: dtype {array.dtype} is not one of the plan file's "
+                          "(float32, float64, int64, bool)")
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return {"name": name, "dtype": dtype, "shape": list(array.shape), "data": data}
 

@@ -58,7 +58,26 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
             raise TraceError(f"output {i} is a {type(out).__name__}, not a Tensor")
         tracer.graph.outputs.append(tracer.lift(out, []))
     tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output" for i in range(len(outputs))]
+    refuse_float16(tracer.graph)
     return tracer.graph, tracer
+
+
+FLOAT16_HINT = ("float16 runs in eager tensors only; compiled plans need float32 or float64 (BatchNorm and "
+                "optimizer math in half precision would need float32 master copies, which graphc does not "
+                "have yet): convert with model.float() and x.astype(np.float32)")
+
+
+def refuse_float16(graph) -> None:
+    """Compiled plans are float32/float64: say so at compile time, naming the first f16 value."""
+    for value in graph.inputs:
+        if value.type.dtype is DType.float16:
+            raise GraphcError(f"input {value.name!r} is {value.type}: {FLOAT16_HINT}")
+    for name, value in graph.state.items():
+        if value.type.dtype is DType.float16:
+            raise GraphcError(f"parameter or buffer {name!r} is {value.type}: {FLOAT16_HINT}")
+    for node in graph.nodes:
+        if any(v.type.dtype is DType.float16 for v in node.outputs):
+            raise GraphcError(f"{node.op} makes a float16 value: {FLOAT16_HINT}", node.location())
 
 
 def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):

@@ -92,3 +92,54 @@ def test_activation_backward_runs_on_0d_values(op):
     y = sigmoid64(0.3) if op == "sigmoid" else np.tanh(0.3)
     want = 2 * (y * (1 - y) if op == "sigmoid" else 1 - y * y)
     assert got.shape == () and got == pytest.approx(want, rel=1e-6)
+
+
+# ---- float16: eager only; compiled plans refuse it clearly (no raw KeyError) -------------------------
+def half_net():
+    return nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(2 * 4 * 4, 3))
+
+
+def test_float16_training_compile_is_refused_naming_the_input():
+    model = half_net().to(gc.float16)
+    x, y = np.zeros((4, 1, 4, 4), np.float16), np.zeros(4, np.int64)
+    with pytest.raises(gc.GraphcError, match=r"input 'x' is f16\[N,1,4,4\]: float16 runs in eager tensors only"):
+        gc.compile(model, (x, y), loss_fn=nn.CrossEntropyLoss(), optimizer=gc.optim.Adam(model.parameters()))
+
+
+def test_float16_parameters_and_casts_are_refused():
+    class HalfBuffer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", gc.tensor(np.ones(3, np.float16)))
+
+        def forward(self, x):
+            return x * 2
+
+    with pytest.raises(gc.GraphcError, match=r"parameter or buffer 'scale' is f16\[3\]"):
+        gc.compile(HalfBuffer(), (np.zeros((2, 3), np.float32),))
+
+    class Halves(nn.Module):
+        def forward(self, x):
+            return x.cast(gc.float16)
+
+    with pytest.raises(gc.GraphcError, match=r"cast makes a float16 value.*test_numerics.py:\d+"):
+        gc.compile(Halves(), (np.zeros((2, 3), np.float32),))
+
+
+def test_float16_export_is_a_graphc_error(tmp_path):
+    with pytest.raises(gc.GraphcError, match="float16"):
+        gc.export(half_net().to(gc.float16), (np.zeros((2, 1, 4, 4), np.float16),), tmp_path / "m.graphc")
+    assert not (tmp_path / "m.graphc").exists()
+
+
+def test_saving_an_unsupported_dtype_is_a_graphc_error(tmp_path):
+    plan = gc.compile(nn.Linear(3, 2).eval(), (np.zeros((2, 3), np.float32),))
+    plan.state["weight"] = plan.state["weight"].astype(np.float16)  # only reachable by hand
+    with pytest.raises(gc.GraphcError, match="cannot save tensor 'weight': dtype float16"):
+        plan.save(tmp_path / "m.graphc")
+
+
+def test_float16_still_works_eagerly():
+    t = gc.tensor(np.array([1.5, -2.0], np.float16))
+    assert (t * 2).dtype is gc.float16 and (t * 2).numpy().tolist() == [3.0, -4.0]
