@@ -1,7 +1,7 @@
 """Train a small CNN (conv+BN+ReLU blocks, pooling, dropout, linear head) on the digits with
 SGD momentum and a cosine learning-rate schedule, all in one compiled plan.
 
-Run: python examples/train_cnn.py [--epochs 8]
+Run: python examples/train_cnn_digits.py [--epochs 8]
 """
 import argparse
 import time

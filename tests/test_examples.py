@@ -10,7 +10,6 @@ EXAMPLES = {
     "quickstart.py": [],
     "train_mlp.py": ["--epochs", "2"],
     "train_cnn_digits.py": ["--epochs", "1"],
-    "train_cnn.py": ["--epochs", "1"],
     "export_and_infer.py": [],
     "resnet_block.py": ["--epochs", "1"],
 }

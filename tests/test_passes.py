@@ -883,7 +883,7 @@ def test_frozen_bn_fine_tuning_default_matches_none(kind):
     assert rel_err(fused[2][bn_weight], start[bn_weight]) > 1e-4  # gamma gets gradients
 
 
-def test_done_when_cnn_training_graph_is_fused():
+def test_cnn_training_graph_is_fused():
     fused = _training_graph(_cnn(), "default")
     plain = _training_graph(_cnn(), "none")
     conv_bn = [n for n in fused.nodes if n.op == "conv_bn_train"]
