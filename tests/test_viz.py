@@ -432,9 +432,11 @@ def _chromium(*args, timeout=120):
                               capture_output=True, timeout=timeout, check=False)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: the headless screenshot check needs it")
+@pytest.mark.browser
 def test_headless_chromium_renders_and_interacts(step, tmp_path):
+    """Opt-in (``pytest -m browser``; .ci/run installs Debian's chromium and runs it): a real
+    browser is not part of a fresh machine, so ``make test`` deselects this rather than skip."""
+    assert CHROMIUM is not None, "pytest -m browser needs chromium on PATH (Debian: apt-get install chromium)"
     page = tmp_path / "graph.html"
     gc.viz.write(step, page, layout="python")
     png = tmp_path / "graph.png"
