@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
+import zipfile
+import zlib
 
 import numpy as np
 
+from . import __version__
 from .ir.errors import GraphcError
 
 
@@ -74,19 +77,78 @@ def _inspect(args) -> int:
     return 0
 
 
+# what `graphc run --input` reads, said in every message about an input file it cannot use
+EXPECTED_INPUT = "expected a .npy array file written by numpy.save, or an .npz archive written by numpy.savez"
+
+
+def _input_file_kind(path: str) -> str:
+    """'npy' or 'npz', from the file's first bytes. np.load treats any other content as a
+    pickle and answers with advice about allow_pickle, which never applies here."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError as e:
+        raise GraphcError(f"cannot read input {path}: {e.strerror or e}") from None
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    if head.startswith(b"PK\x03\x04"):  # a zip archive, as numpy.savez writes (numpy's own test)
+        return "npz"
+    raise GraphcError(f"input {path} is {'empty' if not head else 'not a numpy file'}: {EXPECTED_INPUT}")
+
+
+def _load_input_file(path: str):
+    """One array (.npy) or a dict of named arrays (.npz), with messages naming ``path``."""
+    kind = _input_file_kind(path)
+    try:
+        if kind == "npy":
+            return np.load(path, allow_pickle=False)
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        if "allow_pickle" in str(e):  # numpy's only message naming it: an array of Python objects
+            raise GraphcError(f"input {path} holds Python objects (an object array): graphc run needs numeric "
+                              f"arrays") from None
+        raise GraphcError(f"input {path} is a damaged or truncated .{kind} file ({e or type(e).__name__}): "
+                          f"{EXPECTED_INPUT}") from None
+    for name, value in arrays.items():
+        if not isinstance(value, np.ndarray):  # a zip member that np.save did not write comes back as bytes
+            raise GraphcError(f"input {path}: member {name!r} is not a .npy array: {EXPECTED_INPUT}")
+    return arrays
+
+
+def _match_by_name(path: str, arrays: dict, names: list) -> list:
+    """The plan's inputs, in order, from an .npz archive keyed by input name."""
+    if len(names) == 1 and len(arrays) == 1:  # np.savez(f, x) names it arr_0: the key cannot be wrong
+        return list(arrays.values())
+    missing = [n for n in names if n not in arrays]
+    extra = [n for n in arrays if n not in names]
+    if missing or extra:
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"unexpected {', '.join(extra)}"] if extra else []
+        raise GraphcError(f"input {path} must hold one array per plan input, named {', '.join(names)}: "
+                          + "; ".join(problems))
+    return [arrays[n] for n in names]
+
+
+def _read_inputs(paths: list, plan) -> list:
+    """``--input`` files: .npy arrays in the plan's input order, or one .npz holding them by name."""
+    loaded = [(path, _load_input_file(path)) for path in paths]
+    archives = [path for path, data in loaded if isinstance(data, dict)]
+    if not archives:
+        return [data for _, data in loaded]
+    if len(loaded) > 1:
+        raise GraphcError(f"input {archives[0]} is an .npz archive, which holds every input by name: give it as "
+                          f"the only --input, or give one .npy per input")
+    return _match_by_name(archives[0], loaded[0][1], list(plan.input_names))
+
+
 def _run(args) -> int:
     from .compile import load
 
     plan = load(args.file)
     if plan.kind != "inference":
         raise GraphcError(f"{args.file} is a training plan; `graphc run` runs inference plans (gc.export)")
-    inputs = []
-    for path in args.input:
-        try:
-            inputs.append(np.load(path, allow_pickle=False))
-        except (OSError, ValueError, EOFError) as e:
-            raise GraphcError(f"cannot read input {path}: {e or type(e).__name__}") from None
-    outputs = plan.run(inputs)
+    outputs = plan.run(_read_inputs(args.input, plan))
     arrays = [plan.backend.to_numpy(o) for o in outputs]
     if len(arrays) > 1 and not args.output.endswith(".npz"):
         raise GraphcError(f"the plan has {len(arrays)} outputs: use an --output path ending in .npz")
@@ -107,27 +169,63 @@ def _viz(args) -> int:
     return 0
 
 
+def at_least(option: str, minimum: int):
+    """argparse ``type=`` for a whole-number option of at least ``minimum``. It raises
+    GraphcError, which argparse lets through, so main() prints one line naming the option and
+    the valid range (exit 2) instead of a usage block or, later, a traceback from the run."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise GraphcError(f"{option} must be a whole number >= {minimum}, not {text!r}")
+        return value
+
+    return parse
+
+
+PLAN_FILE_HELP = "a plan file (.graphc) written by step.save(...) or gc.export(...)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphc", description="graphc: a static-graph deep-learning compiler")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"graphc {__version__}",
+                        help="print graphc's version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="what to do; `graphc COMMAND --help` lists its options")
     # `graphc demo --help` lists the demo's own options (graphc.demo parses them)
     sub.add_parser("demo", help="train a CNN on the bundled digits, save, export, reload, draw", add_help=False)
     sub.add_parser("bench", help="graphc vs PyTorch eager (when installed) on the benchmark workloads",
                    add_help=False)
     inspect = sub.add_parser("inspect", help="describe a saved plan")
-    inspect.add_argument("file")
+    inspect.add_argument("file", help=PLAN_FILE_HELP)
     inspect.set_defaults(func=_inspect)
-    run = sub.add_parser("run", help="run an inference plan on .npy inputs")
-    run.add_argument("file")
-    run.add_argument("--input", action="append", required=True, help="an input .npy file (repeat, in order)")
-    run.add_argument("--output", required=True, help="output .npy (or .npz for several outputs)")
+    run = sub.add_parser("run", help="run an inference plan on .npy or .npz inputs")
+    run.add_argument("file", help="an inference plan file (.graphc) written by gc.export(...)")
+    run.add_argument("--input", action="append", required=True, metavar="PATH",
+                     help="a .npy array file (numpy.save) per plan input, repeated in the plan's input order; "
+                          "or one .npz archive (numpy.savez) holding every input under its name (as `graphc "
+                          "inspect` lists them); an .npz with a single array may use any name for a "
+                          "single-input plan")
+    run.add_argument("--output", required=True, metavar="PATH",
+                     help="where to write the result: a .npy file, or an .npz archive keyed by output name "
+                          "(needed when the plan has several outputs)")
     run.set_defaults(func=_run)
     viz = sub.add_parser("viz", help="draw a saved plan (.svg, .html, .dot or .txt)")
-    viz.add_argument("file")
-    viz.add_argument("-o", "--output", required=True, help="output path; the extension picks the format")
+    viz.add_argument("file", help=PLAN_FILE_HELP)
+    viz.add_argument("-o", "--output", required=True, metavar="PATH",
+                     help="output path; the extension picks the format: .svg, .html, .dot or .txt")
     viz.add_argument("--collapse", action="store_true", help="draw each top-level module as one node")
     viz.set_defaults(func=_viz)
     return parser
+
+
+def _os_error_text(e: OSError) -> str:
+    """'PATH: reason' rather than '[Errno 2] ...': the path the user gave comes first."""
+    if e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return str(e) or type(e).__name__
 
 
 def main(argv=None) -> int:
@@ -148,5 +246,8 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return 0
     except OSError as e:
-        print(f"graphc: error: {e}", file=sys.stderr)
+        print(f"graphc: error: {_os_error_text(e)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C during `graphc demo` or `bench`: no traceback either
+        print("graphc: interrupted", file=sys.stderr)
+        return 130

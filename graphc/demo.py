@@ -99,16 +99,39 @@ def save_and_check(result: dict, out: Path, log=print) -> dict:
     return paths
 
 
-def main(argv=None) -> int:
+def check_output_folder(out: Path) -> None:
+    """Create ``out`` and write and remove a probe file in it, so that an unusable --out fails
+    now rather than after the training it would have saved."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".graphc-probe-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise GraphcError(f"--out {out}: cannot create or write this folder ({e.strerror or e})") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .cli import at_least
+
     parser = argparse.ArgumentParser(prog="graphc demo", description=__doc__)
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--out", default="graphc-demo")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 2:
-        raise GraphcError("--epochs must be >= 1 and --batch-size >= 2 (batch norm needs 2 samples)")
+    parser.add_argument("--epochs", type=at_least("--epochs", 1), default=10,
+                        help="passes over the training images (default: %(default)s)")
+    parser.add_argument("--batch-size", type=at_least("--batch-size", 2), default=64,  # batch norm needs 2
+                        help="images per training step, at least 2 for batch norm (default: %(default)s)")
+    parser.add_argument("--device", default="cpu",
+                        help="where the plans run: cpu, cuda or cuda:N; cuda needs cupy (default: %(default)s)")
+    parser.add_argument("--out", default="graphc-demo", metavar="FOLDER",
+                        help="folder for the saved plans and graph drawings, created if missing "
+                             "(default: %(default)s)")
+    parser.add_argument("--seed", type=at_least("--seed", 0), default=0,
+                        help="seed for the weights, shuffling and dropout (default: %(default)s)")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    check_output_folder(Path(args.out))
     start = time.perf_counter()
     result = train(args)
     paths = save_and_check(result, Path(args.out))

@@ -15,10 +15,12 @@ import pytest
 
 import graphc as gc
 from graphc import nn, optim
+from graphc.executor.serialize import FORMAT_VERSION
 
 DATA = Path(__file__).resolve().parent / "data"
 GOLDEN = DATA / "golden-v1.0.graphc"
 CONSOLE_SCRIPT = Path(sys.executable).parent / "graphc"
+WRITTEN_FORMAT = ".".join(map(str, FORMAT_VERSION))  # what this graphc writes (the golden file stays 1.0)
 
 
 def graphc(*args, cwd=None, exe=None) -> subprocess.CompletedProcess:
@@ -91,7 +93,7 @@ def test_inspect_training_plan(files):
     plan = gc.load(files / "train.graphc")
     assert "kind: training" in out
     assert f"producer: graphc {gc.__version__}" in out
-    assert "format: 1.0" in out
+    assert f"format: {WRITTEN_FORMAT}" in out
     assert "inputs:  x f32[N,1,8,8], target i64[N]" in out
     assert "outputs: loss f32[], output f32[N,3]" in out
     params = [a for k, a in plan.state_dict().items() if plan.graph.state_roles[k] == "param"]
@@ -125,7 +127,8 @@ def test_inspect_inference_plan(files):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     plan = gc.load(files / "cnn.graphc")
-    assert "kind: inference" in out and "format: 1.0" in out and f"producer: graphc {gc.__version__}" in out
+    assert "kind: inference" in out and f"format: {WRITTEN_FORMAT}" in out
+    assert f"producer: graphc {gc.__version__}" in out
     assert "inputs:  x f32[N,1,8,8]" in out
     assert "outputs: output f32[N,3]" in out
     histogram = collections.Counter(n.op for n in plan.graph.nodes)
@@ -315,3 +318,233 @@ def test_bench_help_and_a_small_part_run(capsys):
 
     bench.chain_overhead(1)
     assert "us/node" in capsys.readouterr().out
+
+
+# ---- messages and option checks (issue 13, item 7) -----------------------------------------------
+def assert_one_line_error_in_process(capsys, argv, *fragments):
+    """``graphc.cli.main(argv)`` returns 2 and prints one ``graphc: error:`` line (an exception
+    escaping main is the traceback a user would see)."""
+    from graphc.cli import main
+
+    assert main([str(a) for a in argv]) == 2, argv
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("graphc: error:"), captured.err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def _refuse_to_run(monkeypatch, module, *names):
+    """Option checks must happen before any work: the work itself fails the test."""
+    def ran(*args, **kwargs):
+        raise AssertionError("the command started working before checking its options")
+
+    for name in names:
+        monkeypatch.setattr(module, name, ran)
+
+
+@pytest.mark.parametrize("argv", [["--steps", "0"], ["--rounds", "0"], ["--steps", "-3"], ["--rounds=-1"],
+                                  ["--steps", "two"]])
+def test_bench_counts_below_one_are_refused_before_running(argv, monkeypatch, capsys):
+    from graphc import bench
+
+    _refuse_to_run(monkeypatch, bench, "train_pair", "infer_pair", "chain_overhead", "compile_time_and_memory")
+    option = argv[0].split("=")[0]
+    line = assert_one_line_error_in_process(capsys, ["bench", *argv], option, ">= 1")
+    assert "StatisticsError" not in line
+
+
+@pytest.mark.parametrize("argv, option, bound", [
+    (["--epochs", "0"], "--epochs", ">= 1"), (["--batch-size", "1"], "--batch-size", ">= 2"),
+    (["--seed", "-1"], "--seed", ">= 0"), (["--epochs", "ten"], "--epochs", ">= 1")])
+def test_demo_bad_numbers_are_refused_before_training(argv, option, bound, monkeypatch, capsys, tmp_path):
+    from graphc import demo
+
+    _refuse_to_run(monkeypatch, demo, "train")
+    assert_one_line_error_in_process(capsys, ["demo", "--out", tmp_path / "out", *argv], option, bound)
+
+
+def test_run_text_file_says_what_was_expected(files, tmp_path):
+    """np.load reads anything that is not .npy/.npz as a pickle and suggests allow_pickle."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("some notes, not an array\n")
+    line = assert_one_line_error(graphc("run", files / "cnn.graphc", "--input", notes, "--output", tmp_path / "o.npy"),
+                                 str(notes), ".npy", "numpy.save", ".npz")
+    assert "pickle" not in line, line
+
+
+@pytest.mark.parametrize("name", ["garbage.npy", "truncated.npy", "object.npy", "empty.npy"])
+def test_run_never_suggests_allow_pickle(files, tmp_path, name, capsys):
+    line = assert_one_line_error_in_process(
+        capsys, ["run", files / "cnn.graphc", "--input", files / name, "--output", tmp_path / "o.npy"], name)
+    assert "allow_pickle" not in line and "pickle.load" not in line, line
+
+
+class TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def forward(self, image, mask):
+        return self.proj(image) * mask
+
+
+@pytest.fixture(scope="module")
+def two_inputs(tmp_path_factory):
+    """A plan with inputs `image` and `mask`, and arrays for them."""
+    d = tmp_path_factory.mktemp("npz")
+    rng = np.random.default_rng(1)
+    image, mask = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 3)).astype(np.float32)
+    plan = gc.export(TwoInputs(), (image, mask), d / "two_in.graphc")
+    assert plan.input_names == ["image", "mask"]
+    return d, image, mask
+
+
+def test_run_npz_inputs_are_matched_by_name(two_inputs, tmp_path, capsys):
+    from graphc.cli import main
+
+    d, image, mask = two_inputs
+    expected = gc.load(d / "two_in.graphc")(image, mask)
+    np.savez(tmp_path / "in.npz", mask=mask, image=image)  # not in the plan's order: names decide
+    assert main(["run", str(d / "two_in.graphc"), "--input", str(tmp_path / "in.npz"),
+                 "--output", str(tmp_path / "o.npy")]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert np.array_equal(np.load(tmp_path / "o.npy"), expected)
+
+
+@pytest.mark.parametrize("arrays, wrong", [({"image": 0}, "missing mask"),
+                                           ({"image": 0, "mask": 1, "bias": 1}, "unexpected bias"),
+                                           ({"img": 0, "mask": 1}, "missing image")])
+def test_run_npz_with_missing_or_extra_names(two_inputs, tmp_path, capsys, arrays, wrong):
+    d, image, mask = two_inputs
+    np.savez(tmp_path / "in.npz", **{name: (image, mask)[k] for name, k in arrays.items()})
+    line = assert_one_line_error_in_process(
+        capsys, ["run", d / "two_in.graphc", "--input", tmp_path / "in.npz", "--output", tmp_path / "o.npy"],
+        str(tmp_path / "in.npz"), "image, mask", wrong)
+    assert not (tmp_path / "o.npy").exists(), line
+
+
+def test_run_npz_with_one_array_for_a_one_input_plan(files, tmp_path, capsys):
+    """np.savez(path, x) names the array arr_0: for a single-input plan any key will do."""
+    from graphc.cli import main
+
+    x = np.load(files / "x.npy")
+    for k, arrays in enumerate(({"x": x}, {"arr_0": x}, {"images": x})):
+        np.savez(tmp_path / f"in{k}.npz", **arrays)
+        out = tmp_path / f"o{k}.npy"
+        assert main(["run", str(files / "cnn.graphc"), "--input", str(tmp_path / f"in{k}.npz"),
+                     "--output", str(out)]) == 0, capsys.readouterr().err
+        assert np.array_equal(np.load(out), gc.load(files / "cnn.graphc")(x))
+    capsys.readouterr()
+    np.savez(tmp_path / "two.npz", x=x, y=x)  # two arrays for one input: which one is unclear
+    assert_one_line_error_in_process(
+        capsys, ["run", files / "cnn.graphc", "--input", tmp_path / "two.npz", "--output", tmp_path / "o.npy"],
+        "named x", "unexpected y")
+
+
+def test_run_npz_must_be_the_only_input(two_inputs, tmp_path, capsys):
+    d, image, mask = two_inputs
+    np.savez(tmp_path / "in.npz", image=image)
+    np.save(tmp_path / "mask.npy", mask)
+    assert_one_line_error_in_process(
+        capsys, ["run", d / "two_in.graphc", "--input", tmp_path / "in.npz", "--input", tmp_path / "mask.npy",
+                 "--output", tmp_path / "o.npy"], str(tmp_path / "in.npz"), "only --input")
+
+
+def test_run_damaged_npz_names_the_file(files, tmp_path, capsys):
+    np.savez(tmp_path / "good.npz", x=np.load(files / "x.npy"))
+    data = (tmp_path / "good.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])
+    np.savez(tmp_path / "objects.npz", x=np.array([{"a": 1}], dtype=object))
+    for name in ("cut.npz", "objects.npz"):
+        line = assert_one_line_error_in_process(
+            capsys, ["run", files / "cnn.graphc", "--input", tmp_path / name, "--output", tmp_path / "o.npy"],
+            str(tmp_path / name))
+        assert "allow_pickle" not in line
+
+
+def test_version():
+    proc = graphc("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"graphc {gc.__version__}\n"
+    from graphc import _version
+
+    assert gc.__version__ == _version.__version__
+
+
+def _subcommand_parsers():
+    from graphc import bench, demo
+    from graphc.cli import build_parser
+
+    top = build_parser()
+    [sub] = [a for a in top._actions if a.choices and "run" in a.choices]
+    return {"graphc": top, "inspect": sub.choices["inspect"], "run": sub.choices["run"],
+            "viz": sub.choices["viz"], "demo": demo.build_parser(), "bench": bench.build_parser()}
+
+
+@pytest.mark.parametrize("command", ["graphc", "inspect", "run", "viz", "demo", "bench"])
+def test_help_describes_every_option(command, capsys):
+    from graphc.cli import main
+
+    parser = _subcommand_parsers()[command]
+    with pytest.raises(SystemExit) as exit_:
+        main(([] if command == "graphc" else [command]) + ["--help"])
+    assert exit_.value.code == 0
+    squeezed = "".join(capsys.readouterr().out.split())  # help lines wrap anywhere, hyphens included
+    for action in parser._actions:
+        assert action.help and action.help.strip(), (command, action.dest)
+        text = action.help % dict(vars(action), prog=parser.prog)
+        assert "".join(text.split()) in squeezed, (command, action.dest, text)
+        for option in action.option_strings:
+            assert option in squeezed, (command, option)
+    if command == "run":
+        assert ".npz" in squeezed and "single-input" in squeezed
+
+
+def test_viz_unwritable_output_names_the_users_path(files, tmp_path, capsys):
+    out = tmp_path / "missing" / "dir" / "m.svg"
+    line = assert_one_line_error_in_process(capsys, ["viz", files / "cnn.graphc", "-o", out], str(out))
+    assert ".tmp" not in line, line
+    with pytest.raises(FileNotFoundError) as err:  # the library call names it too, same error type
+        gc.viz.write(gc.load(files / "cnn.graphc"), out)
+    assert err.value.filename == str(out)
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "is_a_file"])
+def test_demo_unusable_out_fails_before_training(where, tmp_path, monkeypatch, capsys):
+    from graphc import demo
+
+    _refuse_to_run(monkeypatch, demo, "train")
+    (tmp_path / "notes.txt").write_text("a regular file\n")
+    out = tmp_path / "notes.txt" / "demo" if where == "under_a_file" else tmp_path / "notes.txt"
+    assert_one_line_error_in_process(capsys, ["demo", "--out", out, "--epochs", "1"], f"--out {out}")
+
+
+def test_demo_out_check_creates_the_folder_and_leaves_it_empty(tmp_path, monkeypatch, capsys):
+    from graphc import demo
+
+    def stop(*args, **kwargs):
+        raise gc.GraphcError("stopped after the folder check")
+
+    monkeypatch.setattr(demo, "train", stop)
+    out = tmp_path / "a" / "b"
+    assert_one_line_error_in_process(capsys, ["demo", "--out", out], "stopped after the folder check")
+    assert out.is_dir() and os.listdir(out) == []
+
+
+@pytest.mark.parametrize("args", [
+    ("demo", "--out", "{tmp}/notes.txt/demo", "--epochs", "1"), ("demo", "--epochs", "0"),
+    ("demo", "--seed", "-1", "--out", "{tmp}/d"), ("bench", "--steps", "0"),
+    ("run", "{files}/cnn.graphc", "--input", "{tmp}/notes.txt", "--output", "{tmp}/o.npy"),
+    ("viz", "{files}/cnn.graphc", "-o", "{tmp}/missing/m.svg")])
+def test_error_paths_in_a_process_are_one_line(files, tmp_path, args):
+    (tmp_path / "notes.txt").write_text("a regular file\n")
+    assert_one_line_error(graphc(*[a.format(tmp=tmp_path, files=files) for a in args]))
+
+
+@pytest.mark.parametrize("args", [("--nope",), ("demo", "--nope"), ("bench", "--nope"), ("viz",)])
+def test_usage_errors_of_every_command_exit_2(args):
+    proc = graphc(*args)
+    assert proc.returncode == 2, (args, proc.stderr)
+    assert "Traceback" not in proc.stderr and "usage: graphc" in proc.stderr, proc.stderr

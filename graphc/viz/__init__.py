@@ -160,6 +160,8 @@ def write(plan_or_graph, path, collapse_modules: bool = False, layout: str = "au
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
+    except OSError as e:  # name the caller's path, not the hidden temp file written first
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from e
     finally:
         if tmp.exists():
             tmp.unlink()
