@@ -52,6 +52,9 @@ def describe_plan(plan, path: str = "") -> str:
                      f"{_fmt_bytes(sum(int(a.nbytes) for a in frozen))}")
     if plan.kind == "training":
         lines.append(f"training steps so far: {plan.step_count}")
+        lines += [f"lr scheduler: {_describe_scheduler(s)}" for s in plan.lr_schedulers]
+        if not plan.lr_schedulers and plan.param_groups:
+            lines.append("lr scheduler: none saved (the learning rates above stay fixed on resume)")
     for entry in g.meta.get("passes", []):
         lines.append(f"pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
     arenas = []
@@ -68,6 +71,12 @@ def describe_plan(plan, path: str = "") -> str:
     lines.append(f"nodes: {len(g.nodes)}")
     lines += [f"  {op:<26} {count}" for op, count in histogram.most_common()]
     return "\n".join(line for line in lines if line is not None)
+
+
+def _describe_scheduler(scheduler) -> str:
+    if isinstance(scheduler, dict):  # loaded without graphc's scheduler table (plain data)
+        return f"{scheduler.get('type')} (state saved)"
+    return scheduler.describe()
 
 
 def _inspect(args) -> int:

@@ -320,7 +320,7 @@ def test_bench_help_and_a_small_part_run(capsys):
     assert "us/node" in capsys.readouterr().out
 
 
-# ---- messages and option checks (issue 13, item 7) -----------------------------------------------
+# ---- messages and option checks -----------------------------------------------
 def assert_one_line_error_in_process(capsys, argv, *fragments):
     """``graphc.cli.main(argv)`` returns 2 and prints one ``graphc: error:`` line (an exception
     escaping main is the traceback a user would see)."""

@@ -141,3 +141,19 @@ def test_hostile_scheduler_entries_are_refused(tmp_path, edit, message):
     _rewrite_schedulers(path, edit)
     with pytest.raises(gc.PlanFormatError, match=message):
         gc.load(path)
+
+
+def test_inspect_says_where_the_schedule_stands(tmp_path):
+    from graphc.cli import describe_plan
+
+    _, _, sched, step = setup("cosine")
+    for _ in range(6):
+        sched.step()
+    step.save(tmp_path / "t.graphc")
+    text = describe_plan(gc.load(tmp_path / "t.graphc"))
+    assert "lr scheduler: CosineAnnealingLR(T_max=6, eta_min=0.01): 6 step(s) taken (schedule finished), lr 0.01" \
+        in text
+    model = nn.Linear(3, 2)
+    plain = gc.compile(model, (X, Y), loss_fn=nn.CrossEntropyLoss(), optimizer=optim.SGD(model.parameters(), lr=0.1))
+    plain.save(tmp_path / "p.graphc")
+    assert "lr scheduler: none saved" in describe_plan(gc.load(tmp_path / "p.graphc"))
