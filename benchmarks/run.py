@@ -5,7 +5,7 @@ Prints medians and the ratio graphc / PyTorch (lower is better). Not a test.
 """
 import sys
 
-from graphc.bench import main
+from graphc.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["bench", *sys.argv[1:]]))  # through the CLI: bad options are one line, exit 2
