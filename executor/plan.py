@@ -2,8 +2,16 @@
 
 Calling a plan binds the batch size from the inputs, builds (once per batch size) a
 :class:`~graphc.executor.program.Program`, runs it and writes state updates back in place.
+
+Threads: a Program's arena and kernel scratch serve one call at a time. Calls to a stateless
+plan (inference) from several threads each get their own Program: the cached one when it
+is free, else a spare (kept for reuse, at most ``max_spares`` per batch size). Calls to a
+plan that updates state (training) run one at a time, as the steps must be sequential.
 """
 from __future__ import annotations
+
+import contextlib
+import threading
 
 import numpy as np
 
@@ -38,6 +46,12 @@ class Plan:
         self.rng = np.random.default_rng(seed)
         self._programs: dict[int, Program] = {}  # per batch size, least recently used first
         self.max_programs = max_programs  # each holds an arena and kernel scratch
+        self.max_spares = 4  # extra programs per batch size kept for concurrent callers
+        self._spares: dict[int, list] = {}
+        self._busy: set[int] = set()  # ids of programs running a call now
+        self._lock = threading.Lock()  # guards the caches above
+        # A plan that writes state (parameters, BN statistics, optimizer state) runs one call at a time.
+        self._serial = threading.Lock() if graph.updates else contextlib.nullcontext()
         self._last_batch = None
         self._expected: dict[int, list] = {}
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
@@ -80,11 +94,14 @@ class Plan:
     def run(self, inputs: list) -> list:
         """Run once on a list of user inputs; return the list of graph outputs."""
         arrays, batch = self._check_inputs(inputs)
-        arrays += [np.asarray(float(group["lr"]), np.float64) for group in self.param_groups]
-        program = self._program(batch)
-        self._last_batch = batch
-        with np.errstate(all="ignore"):
-            outs = program.run(arrays)
+        with self._serial:
+            arrays += [np.asarray(float(group["lr"]), np.float64) for group in self.param_groups]
+            program = self._checkout(batch)
+            try:
+                with np.errstate(all="ignore"):
+                    outs = program.run(arrays)
+            finally:
+                self._checkin(batch, program)
         return [self.backend.asarray(o) for o in outs]
 
     @property
@@ -153,15 +170,48 @@ class Plan:
         return MemoryReport(self._program(batch), self.graph)
 
     def _program(self, batch: int) -> Program:
-        """The program for ``batch``, built once and kept while it is among the
+        """The cached program for ``batch``, built once and kept while it is among the
         ``max_programs`` most recently used batch sizes."""
+        with self._lock:
+            return self._cached(batch)
+
+    def _cached(self, batch: int) -> Program:
         program = self._programs.pop(batch, None)
         if program is None:
-            program = Program(self.graph, batch, self.backend, self.rng, self._constants, self._state)
+            program = self._build(batch)
         self._programs[batch] = program
         while len(self._programs) > max(1, self.max_programs):
-            del self._programs[next(iter(self._programs))]
+            evicted = next(iter(self._programs))
+            del self._programs[evicted]
+            self._spares.pop(evicted, None)
         return program
+
+    def _build(self, batch: int) -> Program:
+        return Program(self.graph, batch, self.backend, self.rng, self._constants, self._state)
+
+    def _checkout(self, batch: int) -> Program:
+        """A program no other call is using: the cached one, a spare, or a new spare."""
+        with self._lock:
+            self._last_batch = batch
+            program = self._cached(batch)
+            if id(program) in self._busy:
+                spares = self._spares.get(batch)
+                program = spares.pop() if spares else None
+            if program is not None:
+                self._busy.add(id(program))
+                return program
+        program = self._build(batch)  # outside the lock: other batch sizes keep running
+        with self._lock:
+            self._busy.add(id(program))
+        return program
+
+    def _checkin(self, batch: int, program: Program) -> None:
+        with self._lock:
+            self._busy.discard(id(program))
+            if self._programs.get(batch) is not program:
+                spares = self._spares.setdefault(batch, []) if batch in self._programs else []
+                if len(spares) < self.max_spares:
+                    spares.append(program)
 
     def save(self, path) -> None:
         """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one msgpack file,
