@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from .budget import format_bytes as _size, value_bytes
 
 ALIGN = 64  # bytes: cache-line aligned buffers
 
@@ -92,13 +92,6 @@ class MemoryReport:
         return "\n".join(lines)
 
 
-def _size(nbytes: int) -> str:
-    for unit, scale in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.2f} {unit}"
-    return f"{nbytes} B"
-
-
 def saved_activations(graph, program) -> list:
     """Forward values read by backward nodes: (name, type, bytes, where) at this batch size."""
     forward = {id(v): n for n, kind in zip(graph.nodes, program.kinds)
@@ -113,6 +106,6 @@ def saved_activations(graph, program) -> list:
                 continue
             seen.add(id(v))
             t = program.types[program.slots[id(v)]]
-            nbytes = int(np.prod(t.shape, dtype=np.int64)) * t.dtype.numpy.itemsize
+            nbytes = value_bytes(t)
             out.append((v.name, str(t), nbytes, producer.location() or producer.op))
     return out

@@ -19,6 +19,7 @@ from ..ir.errors import ShapeError
 from ..ir.graph import Graph
 from ..ir.types import BATCH
 from .backends import get_backend
+from .budget import check_budget, default_budget
 from .program import Program
 
 
@@ -34,11 +35,13 @@ class Plan:
     """
 
     def __init__(self, graph: Graph, state: dict, *, device="cpu", seed: int = 0, kind: str = "inference",
-                 param_groups: list | None = None, max_programs: int = 4):
+                 param_groups: list | None = None, max_programs: int = 4, memory_budget: int | None = None):
         self.graph = graph
         self.kind = kind
         self.backend = get_backend(device)
         self.device = self.backend.name
+        # Bytes no single value and no arena may exceed (checked before allocating).
+        self.memory_budget = check_budget(memory_budget) or default_budget(self.backend)
         # Shared with the model where given; optimizer state starts at zero (PyTorch's lazy init).
         self._state = {name: self.backend.asarray(state[name]) if name in state
                        else self.backend.xp.zeros(v.type.shape, v.type.dtype.numpy) for name, v in graph.state.items()}
@@ -167,7 +170,9 @@ class Plan:
         if batch is None and self._last_batch is None:
             raise GraphcError("run the plan once, or pass batch=, before asking for its memory report")
         batch = self._last_batch if batch is None else batch
-        return MemoryReport(self._program(batch), self.graph)
+        with self._lock:
+            program = self._programs.get(batch)
+        return MemoryReport(program or self._build(batch, allocate=False), self.graph)
 
     def _program(self, batch: int) -> Program:
         """The cached program for ``batch``, built once and kept while it is among the
@@ -186,8 +191,9 @@ class Plan:
             self._spares.pop(evicted, None)
         return program
 
-    def _build(self, batch: int) -> Program:
-        return Program(self.graph, batch, self.backend, self.rng, self._constants, self._state)
+    def _build(self, batch: int, allocate: bool = True) -> Program:
+        return Program(self.graph, batch, self.backend, self.rng, self._constants, self._state,
+                       budget=self.memory_budget, allocate=allocate)
 
     def _checkout(self, batch: int) -> Program:
         """A program no other call is using: the cached one, a spare, or a new spare."""

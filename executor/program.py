@@ -17,14 +17,21 @@ import numpy as np
 
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph
+from .budget import refuse, value_bytes
 from .kernels import KernelSpec
 from .memory import Buffer, assign_offsets
 
+
 class Program:
-    def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict, state: dict, planned: bool = True):
+    def __init__(self, graph: Graph, batch: int, backend, rng, constants: dict, state: dict, planned: bool = True,
+                 budget: int | None = None, allocate: bool = True):
         """``planned=False`` makes every kernel allocate its outputs (the baseline the
-        planner is measured and tested against)."""
+        planner is measured and tested against). ``budget``: bytes no value and no arena may
+        exceed, checked before anything is allocated. ``allocate=False`` plans without
+        allocating the arena (for reports); such a program cannot run."""
         self.batch, self.nodes, self.backend, self.planned = batch, graph.nodes, backend, planned
+        if budget is not None:
+            _check_values(graph, batch, budget)
         self.slots: dict[int, int] = {}
         self.types: list = []
         for v in [*graph.inputs, *graph.state.values(), *graph.constants.values()]:
@@ -51,7 +58,10 @@ class Program:
             self.template[self.slots[id(v)]] = constants[name]
         self.state_bytes = sum(int(state[k].nbytes) for k in graph.state) + sum(int(c.nbytes) for c in constants.values())
         self.output_slots = [self.slots[id(v)] for v in graph.outputs]
-        self._plan_memory(graph, runs, state)
+        self._plan_memory(graph, runs, state, budget, allocate)
+        if not allocate:
+            self.steps = []
+            return
         self.steps = [self._make_step(run, node, i) for i, (run, node) in enumerate(zip(runs, graph.nodes))]
 
     def _slot(self, value, batch):
@@ -61,7 +71,7 @@ class Program:
         return self.slots[id(value)]
 
     # ---- memory planning ------------------------------------------------------------
-    def _plan_memory(self, graph, runs, state) -> None:
+    def _plan_memory(self, graph, runs, state, budget=None, allocate=True) -> None:
         slot = self.slots
         n = len(graph.nodes)
         root = list(range(len(self.types)))  # slot -> slot owning its bytes (views share)
@@ -103,13 +113,20 @@ class Program:
                 continue
             for s in outs:
                 if s not in in_place:
-                    t = self.types[s]
-                    nbytes = int(np.prod(t.shape, dtype=np.int64)) * t.dtype.numpy.itemsize
+                    nbytes = value_bytes(self.types[s])  # Python ints: no wrap-around
                     buffers.append(Buffer(s, nbytes, i, max(i, last_read.get(s, i))))
         self.kinds = kinds
         self.buffers = buffers
         self.arena_bytes = assign_offsets(buffers)
         self.unplanned_bytes = sum(b.nbytes for b in buffers)
+        if budget is not None and self.arena_bytes > budget:
+            biggest = max(buffers, key=lambda b: b.nbytes)
+            node = graph.nodes[biggest.start]
+            refuse(f"the activation arena (largest buffer: {node.op} output {self.types[biggest.key]})",
+                   self.arena_bytes, budget, self.batch, node.location())
+        if not allocate:
+            self.arena = None
+            return
         self.arena = self.backend.xp.empty(self.arena_bytes, dtype=np.uint8)
         for b in buffers:
             t = self.types[b.key]
@@ -163,6 +180,15 @@ class Program:
             if env[s] is not target:
                 target[...] = env[s]
         return [env[s] for s in self.output_slots]
+
+
+def _check_values(graph: Graph, batch: int, budget: int) -> None:
+    """Refuse any single value over the budget before a kernel or the arena allocates."""
+    for node in graph.nodes:
+        for v in node.outputs:
+            nbytes = value_bytes(v.type.bind(batch))
+            if nbytes > budget:
+                refuse(f"{node.op} output %{v.name} {v.type}", nbytes, budget, batch, node.location())
 
 
 def evaluate_node(node, arrays: list, backend=None) -> list:

@@ -59,9 +59,10 @@ def describe_plan(plan, path: str = "") -> str:
         lines.append(f"pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
     arenas = []
     for batch in (1, 64):
-        try:
+        try:  # plans the arena without allocating it: a hostile file's sizes are only reported
             report = plan.memory_report(batch=batch)
-        except GraphcError:  # e.g. batch norm in training refuses batch 1
+        except GraphcError as e:  # over the memory budget, or batch norm in training at batch 1
+            arenas.append(f"not planned at batch {batch} ({_shorten(e.message)})")
             continue
         arenas.append(f"{_fmt_bytes(report.arena_bytes)} at batch {batch} "
                       f"({_fmt_bytes(report.unplanned_bytes)} without reuse)")
@@ -71,6 +72,10 @@ def describe_plan(plan, path: str = "") -> str:
     lines.append(f"nodes: {len(g.nodes)}")
     lines += [f"  {op:<26} {count}" for op, count in histogram.most_common()]
     return "\n".join(line for line in lines if line is not None)
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _describe_scheduler(scheduler) -> str:

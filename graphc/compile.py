@@ -7,6 +7,7 @@ import numpy as np
 
 from .executor import Plan
 from .executor.backends import backend_of
+from .executor.budget import check_budget
 from .executor.program import evaluate_node
 from .passes.freeze import freeze
 from .passes.manager import record, resolve, run_passes
@@ -92,14 +93,17 @@ def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
     return trace_model(model_or_fn, example_inputs, name, dynamic_batch)[0]
 
 
-def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu", verify=False):
+def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu", verify=False,
+            memory_budget=None):
     """Trace ``model`` once and build a plan that reruns it.
 
     With no loss and optimizer this is a forward plan in the model's current mode
     (``model.eval()`` for inference). The plan shares parameter and buffer storage with the
     model; the batch dim is symbolic, so other batch sizes run without retracing.
     ``passes`` is ``"default"``, ``"none"`` or a list of pass names; ``verify=True`` runs
-    ``ir.verify`` after every pass.
+    ``ir.verify`` after every pass. ``memory_budget`` (bytes; default half the device's
+    memory) bounds every value and each batch size's arena: a plan over it is refused with a
+    ``GraphcError`` naming the node before anything is allocated.
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
@@ -115,14 +119,17 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     if loss_fn is not None or optimizer is not None:
         from .training import compile_training
 
-        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify)
+        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget)
     graph, tracer = trace_model(model, example_inputs)
     graph = run_passes(graph, resolve(passes, "inference"), evaluate_node, verify)
-    return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference")
+    return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference",
+                memory_budget=memory_budget)
 
 
-def load(path, device="cpu") -> Plan:
+def load(path, device="cpu", memory_budget=None) -> Plan:
     """Load a plan file saved by ``plan.save`` or ``gc.export``; it needs no model code.
+    ``memory_budget`` as in :func:`compile` (a hostile file's huge intermediates are refused
+    before they are allocated).
 
     >>> import numpy as np, graphc as gc, tempfile, os
     >>> from graphc import nn
@@ -135,6 +142,8 @@ def load(path, device="cpu") -> Plan:
     from .optim.lr_scheduler import restore
 
     plan = load_plan(path, device)
+    if memory_budget is not None:  # no program exists yet: nothing was planned with the default
+        plan.memory_budget = check_budget(memory_budget)
     entries, plan.lr_schedulers = plan.lr_schedulers, []
     try:  # the saved schedulers continue where they stood, driving the loaded plan's param_groups
         for entry in entries:

@@ -60,7 +60,8 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     return graph, tracer
 
 
-def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False):
+def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False,
+                     memory_budget=None):
     if loss_fn is None or optimizer is None:
         raise GraphcError("a training plan needs both loss_fn and optimizer")
     if not isinstance(model, Module):
@@ -69,7 +70,7 @@ def compile_training(model, example_inputs, loss_fn, optimizer, passes="default"
         raise GraphcError(f"optimizer must be a graphc.optim optimizer, got {type(optimizer).__name__}")
     graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify)
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
-                param_groups=optimizer.param_groups)
+                param_groups=optimizer.param_groups, memory_budget=memory_budget)
     names = {id(t): name for name, t in model.state_dict_tensors().items()}
     optimizer.attach_plan(plan, [names[id(p)] for group in optimizer.param_groups for p in group["params"]])
     return plan

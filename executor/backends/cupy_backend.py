@@ -43,6 +43,11 @@ class CupyBackend(Backend):
     def to_numpy(self, array):
         return self.xp.asnumpy(array)
 
+    def total_memory(self) -> int:
+        """The GPU's memory in bytes (the default memory budget is a fraction of it)."""
+        with self.xp.cuda.Device(self.index):
+            return int(self.xp.cuda.runtime.memGetInfo()[1])
+
 
 _BACKENDS: dict = {}  # one backend object per device index (cupy kernels compile once)
 
