@@ -10,6 +10,7 @@ one cotangent Value (or None) per node input.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -34,9 +35,36 @@ _ATTR_CHECKS = {
 
 @dataclass(frozen=True)
 class Attr:
+    """An attr's kind, default and valid range. For ``ints`` the range applies to every entry.
+    Floats must be finite unless ``finite=False`` (a fill value may be -inf)."""
+
     kind: str
     default: object = REQUIRED
     optional: bool = False  # the value may also be None
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False  # minimum < value instead of minimum <= value
+    finite: bool = True
+
+    def range_error(self, value) -> str | None:
+        """Why ``value`` (of the right kind) is out of range, or None when it is fine."""
+        if value is None or self.kind not in ("int", "float", "ints"):
+            return None
+        for v in value if self.kind == "ints" else (value,):
+            if self.kind == "float" and self.finite and not math.isfinite(v):
+                return f"must be a finite number{self._describe_range()}"
+            low_ok = self.minimum is None or (v > self.minimum if self.exclusive_minimum else v >= self.minimum)
+            if not low_ok or (self.maximum is not None and v > self.maximum):
+                return f"must be{self._describe_range() or ' in range'}"
+        return None
+
+    def _describe_range(self) -> str:
+        parts = []
+        if self.minimum is not None:
+            parts.append(f"{'>' if self.exclusive_minimum else '>='} {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"<= {self.maximum:g}")
+        return (" " + " and ".join(parts)) if parts else ""
 
 
 @dataclass(frozen=True)
@@ -67,7 +95,10 @@ class OpDef:
                 raise GraphcError(f"op {self.name!r} needs attr {key!r}")
             value = _freeze(value)
             if not ((value is None and spec.optional) or _ATTR_CHECKS[spec.kind](value)):
-                raise GraphcError(f"op {self.name!r}: attr {key}={value!r} is not a valid {spec.kind}")
+                raise GraphcError(f"op {self.name!r}: attr {key}={_short(value)} is not a valid {spec.kind}")
+            problem = spec.range_error(value)
+            if problem:
+                raise GraphcError(f"op {self.name!r}: attr {key}={_short(value)} {problem}")
             out[key] = value
         return out
 
@@ -76,6 +107,14 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
             raise ShapeError(f"op {self.name!r} takes {want} inputs, got {n}")
+
+
+def _short(value) -> str:
+    """A value for an error message, bounded (attrs can come from an untrusted file)."""
+    text = repr(value) if isinstance(value, (int, float, bool, str, type(None))) else f"<{type(value).__name__}>"
+    if isinstance(value, tuple) and len(value) <= 8 and all(isinstance(v, (int, float, type(None))) for v in value):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _freeze(value):

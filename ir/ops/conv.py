@@ -7,8 +7,9 @@ from ..types import TensorType
 from .linalg import need_same_float
 from ._shapes import check_pairs, need_float, need_rank, need_static, result_dtype, window_out
 
-_WINDOW = {"stride": Attr("ints", (1, 1)), "padding": Attr("ints", (0, 0)), "dilation": Attr("ints", (1, 1))}
-_CONV = {**_WINDOW, "groups": Attr("int", 1)}
+_WINDOW = {"stride": Attr("ints", (1, 1), minimum=1), "padding": Attr("ints", (0, 0), minimum=0),
+           "dilation": Attr("ints", (1, 1), minimum=1)}
+_CONV = {**_WINDOW, "groups": Attr("int", 1, minimum=1)}
 
 
 def _conv2d(in_types, attrs):
@@ -130,21 +131,22 @@ def _adaptive_grad(in_types, attrs):
     return [g.with_shape(g.shape[:2] + tuple(attrs["input_size"]))]
 
 
-_POOL = {"kernel_size": Attr("ints"), "stride": Attr("ints"), "padding": Attr("ints", (0, 0))}
-_MAX_POOL = {**_POOL, "dilation": Attr("ints", (1, 1))}
+_POOL = {"kernel_size": Attr("ints", minimum=1), "stride": Attr("ints", minimum=1),
+         "padding": Attr("ints", (0, 0), minimum=0)}
+_MAX_POOL = {**_POOL, "dilation": Attr("ints", (1, 1), minimum=1)}
 _AVG_POOL = {**_POOL, "count_include_pad": Attr("bool", True)}
 
 register(OpDef("conv2d", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d,
                doc="NCHW convolution, weight (out, in/groups, kH, kW)"))
 register(OpDef("conv2d_grad_input", _conv2d_grad_input, attrs={**_CONV, "input_shape": Attr("dims")},
                inputs=(2, 2), doc="(g, w) -> dL/dx of conv2d"))
-register(OpDef("conv2d_grad_weight", _conv2d_grad_weight, attrs={**_CONV, "weight_shape": Attr("ints")},
+register(OpDef("conv2d_grad_weight", _conv2d_grad_weight, attrs={**_CONV, "weight_shape": Attr("ints", minimum=1)},
                inputs=(2, 2), doc="(g, x) -> dL/dw of conv2d"))
 register(OpDef("max_pool2d", _pool("max_pool2d"), attrs=_MAX_POOL, vjp=_vjp_max_pool2d))
 register(OpDef("max_pool2d_grad", _max_pool2d_grad, attrs=_MAX_POOL, inputs=(3, 3),
                doc="(g, x, y) -> dL/dx: each window's gradient goes to its first maximum"))
 register(OpDef("avg_pool2d", _pool("avg_pool2d"), attrs=_AVG_POOL, vjp=_vjp_avg_pool2d))
 register(OpDef("avg_pool2d_grad", _avg_pool2d_grad, attrs={**_AVG_POOL, "input_shape": Attr("dims")}))
-register(OpDef("adaptive_avg_pool2d", _adaptive_avg_pool2d, attrs={"output_size": Attr("ints")},
+register(OpDef("adaptive_avg_pool2d", _adaptive_avg_pool2d, attrs={"output_size": Attr("ints", minimum=1)},
                vjp=_vjp_adaptive))
-register(OpDef("adaptive_avg_pool2d_grad", _adaptive_grad, attrs={"input_size": Attr("ints")}))
+register(OpDef("adaptive_avg_pool2d_grad", _adaptive_grad, attrs={"input_size": Attr("ints", minimum=1)}))

@@ -15,9 +15,9 @@ from ..errors import GraphcError
 from ..registry import Attr, OpDef, register
 from .conv import _CONV, _conv2d, _vjp_conv2d
 from .linalg import _linear, _vjp_linear
-from .norm import _check_channel_params
+from .norm import EPS, MOMENTUM, _check_channel_params
 
-_BN = {"eps": Attr("float", 1e-5), "relu": Attr("bool", False)}
+_BN = {"eps": EPS, "relu": Attr("bool", False)}
 
 
 def _vjp_linear_relu(b, node, cts, needs):
@@ -117,7 +117,7 @@ register(OpDef("conv2d_relu", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv
                doc="relu(conv2d(x, w, b)) in one kernel (fused by fuse_conv_relu, e.g. after BN folding)"))
 register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn,
                doc="eval form: (x, w, [b], gamma, beta, running_mean, running_var) -> y"))
-register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": Attr("float", 0.1)}, inputs=(6, 7),
+register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": MOMENTUM}, inputs=(6, 7),
                vjp=_vjp_conv_bn_train,
                doc="training form: (x, w, [b], gamma, beta, rm, rv) -> (y, conv_out, mean, invstd, new_rm, new_rv)"))
 register(OpDef("conv_bn_train_grad", _conv_bn_train_grad,

@@ -7,6 +7,10 @@ from ..types import DType, TensorType
 from ._shapes import need_float, need_rank, norm_axis
 from ._vjp import scalar
 
+# eps is added to the variance: positive, and finite once cast to float32 (1e308 would be inf there)
+EPS = Attr("float", 1e-5, minimum=0, exclusive_minimum=True, maximum=3.4028234663852886e38)
+MOMENTUM = Attr("float", 0.1, minimum=0, maximum=1)  # running = (1 - m) * running + m * batch
+
 
 def _check_channel_params(x, params, op):
     need_rank(x, (2, 3, 4), op)
@@ -114,17 +118,17 @@ def _one_hot(in_types, attrs):
     return [TensorType(t.shape + (attrs["num_classes"],), attrs["dtype"])]
 
 
-register(OpDef("batch_norm", _batch_norm, attrs={"eps": Attr("float", 1e-5)}, inputs=(5, 5), vjp=_vjp_batch_norm,
+register(OpDef("batch_norm", _batch_norm, attrs={"eps": EPS}, inputs=(5, 5), vjp=_vjp_batch_norm,
                doc="eval form: (x, weight, bias, running_mean, running_var) -> y"))
-register(OpDef("batch_norm_train", _batch_norm_train, attrs={"eps": Attr("float", 1e-5), "momentum": Attr("float", 0.1)},
+register(OpDef("batch_norm_train", _batch_norm_train, attrs={"eps": EPS, "momentum": MOMENTUM},
                inputs=(5, 5), vjp=_vjp_batch_norm_train,
                doc="training form: (x, weight, bias, running_mean, running_var) -> "
                    "(y, batch mean, batch invstd, new running_mean, new running_var (unbiased))"))
 register(OpDef("batch_norm_train_grad", _batch_norm_train_grad, inputs=(5, 5),
                doc="(g, x, weight, batch mean, batch invstd) -> (dx, dweight, dbias)"))
-register(OpDef("dropout", _dropout, attrs={"p": Attr("float", 0.5)}, effects="random", vjp=_vjp_dropout,
+register(OpDef("dropout", _dropout, attrs={"p": Attr("float", 0.5, minimum=0, maximum=1)}, effects="random", vjp=_vjp_dropout,
                doc="(x) -> (x * mask / (1 - p), mask / (1 - p)); the mask comes from the plan's RNG"))
 register(OpDef("softmax", _softmax("softmax"), attrs={"dim": Attr("int")}, vjp=_vjp_softmax))
 register(OpDef("log_softmax", _softmax("log_softmax"), attrs={"dim": Attr("int")}, vjp=_vjp_log_softmax))
-register(OpDef("one_hot", _one_hot, attrs={"num_classes": Attr("int"), "dtype": Attr("dtype", "float32")},
+register(OpDef("one_hot", _one_hot, attrs={"num_classes": Attr("int", minimum=1), "dtype": Attr("dtype", "float32")},
                doc="int64 class indices -> one-hot rows"))

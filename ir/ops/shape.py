@@ -159,6 +159,6 @@ register(OpDef("slice", _slice, attrs=_SLICE_ATTRS, vjp=_vjp_slice,
                doc="basic indexing: (start, stop, step) per dim; dims in `drop` were integer-indexed"))
 register(OpDef("slice_grad", _slice_grad, attrs={**_SLICE_ATTRS, "shape": Attr("dims")},
                doc="scatter a slice's cotangent into zeros of the input shape"))
-register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float"), "dtype": Attr("dtype", "float32")},
+register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float", finite=False), "dtype": Attr("dtype", "float32")},
                inputs=(0, 0), doc="a tensor filled with one value (shape may use N)"))
 register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}, vjp=_vjp_identity))
