@@ -11,11 +11,12 @@ plan that updates state (training) run one at a time, as the steps must be seque
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 
 import numpy as np
 
-from ..ir.errors import ShapeError
+from ..ir.errors import NonFiniteError, ShapeError
 from ..ir.graph import Graph
 from ..ir.types import BATCH
 from .backends import get_backend
@@ -98,14 +99,28 @@ class Plan:
         """Run once on a list of user inputs; return the list of graph outputs."""
         arrays, batch = self._check_inputs(inputs)
         with self._serial:
-            arrays += [np.asarray(float(group["lr"]), np.float64) for group in self.param_groups]
+            arrays += self._learning_rates()
             program = self._checkout(batch)
+            rng_state = self.rng.bit_generator.state  # a stopped step must not advance the RNG either
             try:
                 with np.errstate(all="ignore"):
                     outs = program.run(arrays)
+            except NonFiniteError as e:
+                self.rng.bit_generator.state = rng_state
+                raise NonFiniteError(f"training step {self.step_count + 1}: {e.message}; parameters, optimizer "
+                                     "state and BatchNorm statistics are unchanged (gc.debug.find_nonfinite(plan, "
+                                     "*inputs) names the first node that made it)", e.where) from None
             finally:
                 self._checkin(batch, program)
         return [self.backend.asarray(o) for o in outs]
+
+    def _learning_rates(self) -> list:
+        rates = [float(group["lr"]) for group in self.param_groups]
+        for index, lr in enumerate(rates):
+            if not math.isfinite(lr):  # it would silently turn every parameter into NaN
+                raise NonFiniteError(f"training step {self.step_count + 1}: the learning rate of parameter group "
+                                     f"{index} is {lr}; no state was changed")
+        return [np.asarray(lr, np.float64) for lr in rates]
 
     @property
     def step_count(self) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph
+from ..ir.registry import get_op
 from .budget import refuse, value_bytes
 from .kernels import KernelSpec
 from .memory import Buffer, assign_offsets
@@ -90,13 +91,17 @@ class Program:
         for s in returned | {root[slot[id(v)]] for v in graph.updates.values()}:
             last_read[s] = n  # read after the last step: by the caller, or by the copy into state
         producer_of = {id(v): i for i, nd in enumerate(graph.nodes) for v in nd.outputs}
-        # elementwise updates write straight into the state array once nothing reads the old value
+        # elementwise updates write straight into the state array once nothing reads the old value,
+        # but never before a check node (the non-finite guard): a step it stops must change nothing
+        checks = [i for i, nd in enumerate(graph.nodes) if get_op(nd.op).effects == "check"]
+        last_check = max(checks, default=-1)
         self.copy_back = []
         in_place = {}
         for name, value in graph.updates.items():
             s, target = slot[id(value)], slot[id(graph.state[name])]
             producer = producer_of.get(id(value))
-            if (producer is not None and kinds[producer] == "out" and getattr(runs[producer], "alias_safe", False)
+            if (producer is not None and producer > last_check and kinds[producer] == "out"
+                    and getattr(runs[producer], "alias_safe", False)
                     and root[s] == s and s not in returned and s not in in_place
                     and last_read.get(root[target], -1) <= producer and root[target] == target):
                 in_place[s] = name

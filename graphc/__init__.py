@@ -8,7 +8,8 @@
 (3, 2)
 """
 from . import ir  # noqa: F401  (first: everything below builds on the IR)
-from .ir.errors import DeviceError, GraphcError, PlanFormatError, ShapeError, TraceError, VerifyError
+from .ir.errors import (DeviceError, GraphcError, NonFiniteError, PlanFormatError, ShapeError, TraceError,  # noqa: F401
+                        VerifyError)
 from .ir.types import DType
 
 float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.int64, DType.bool, DType.float16
@@ -27,7 +28,7 @@ from .executor import Plan  # noqa: E402
 from ._version import __version__  # noqa: E402  (the one place the version is written)
 
 __all__ = [
-    "DType", "DeviceError", "GraphcError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
+    "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
     "VerifyError", "abs", "arange", "bool_", "cat", "compile", "concat", "data", "debug", "exp", "export",
     "float16", "float32", "float64", "from_numpy", "full", "int64", "load", "log", "manual_seed", "matmul",
     "maximum", "minimum", "nn", "no_grad", "ones", "ones_like", "optim", "rand", "randn", "relu", "sigmoid",

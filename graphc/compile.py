@@ -94,7 +94,7 @@ def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
 
 
 def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu", verify=False,
-            memory_budget=None):
+            memory_budget=None, check_finite=True):
     """Trace ``model`` once and build a plan that reruns it.
 
     With no loss and optimizer this is a forward plan in the model's current mode
@@ -103,7 +103,9 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     ``passes`` is ``"default"``, ``"none"`` or a list of pass names; ``verify=True`` runs
     ``ir.verify`` after every pass. ``memory_budget`` (bytes; default half the device's
     memory) bounds every value and each batch size's arena: a plan over it is refused with a
-    ``GraphcError`` naming the node before anything is allocated.
+    ``GraphcError`` naming the node before anything is allocated. A training step whose loss
+    or any gradient is NaN/inf raises ``gc.NonFiniteError`` and changes no state
+    (``check_finite=False`` drops that check, one reduction per gradient per step).
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
@@ -119,7 +121,8 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     if loss_fn is not None or optimizer is not None:
         from .training import compile_training
 
-        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget)
+        return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget,
+                                check_finite)
     graph, tracer = trace_model(model, example_inputs)
     graph = run_passes(graph, resolve(passes, "inference"), evaluate_node, verify)
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference",

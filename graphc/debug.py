@@ -81,3 +81,79 @@ def compare_backends(plan, inputs, devices=("cpu", "cuda"), rtol: float = 1e-4, 
     if not plan.graph.nodes:
         raise GraphcError("the plan has no nodes to compare")
     return Comparison((first.name, second.name), len(plan.graph.nodes), None)
+
+
+@dataclass
+class NonFiniteNode:
+    """The first node of a step that produced NaN or inf (``gc.debug.find_nonfinite``)."""
+
+    index: int
+    op: str
+    phase: str  # "forward", "backward" or "update"
+    module: str | None
+    source: str | None
+    output: int
+    nan: int
+    inf: int
+    grad_of: str | None = None  # backward nodes: the forward node they differentiate, with its location
+    where: str | None = None  # "features.0 (Conv2d) at net.py:12"
+
+    def __str__(self) -> str:
+        text = (f"{self.phase} node {self.index} ({self.op}){' [' + self.where + ']' if self.where else ''}: "
+                f"output {self.output} has {self.nan} NaN and {self.inf} infinite values")
+        return text + (f"; it is the gradient of {self.grad_of}" if self.grad_of else "")
+
+
+def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
+    """Rerun one step of ``plan`` node by node on copies of its state and return the first
+    node (forward, backward or update) whose output holds NaN or inf, or None. The plan and
+    its state are not changed.
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc import nn
+    >>> class LogRelu(nn.Module):
+    ...     def forward(self, x):
+    ...         return x.relu().log()
+    >>> plan = gc.compile(LogRelu(), (np.ones((1, 2), np.float32),))
+    >>> found = find_nonfinite(plan, np.full((1, 2), -100.0, np.float32))
+    >>> found.op, found.phase, found.inf
+    ('log', 'forward', 2)
+    """
+    from .ir.registry import get_op
+
+    arrays, batch = plan._check_inputs(list(inputs))
+    arrays += [np.asarray(float(g["lr"]), np.float64) for g in plan.param_groups]
+    backend = plan.backend
+    rng = np.random.default_rng()
+    rng.bit_generator.state = plan.rng.bit_generator.state
+    state = {k: v.copy() for k, v in plan.state.items()}
+    program = Program(plan.graph, batch, backend, rng, dict(plan._constants), state, planned=False,
+                      budget=plan.memory_budget)
+    env = list(program.template)
+    for s, a in zip(program.input_slots, arrays):
+        env[s] = backend.asarray(a)
+    producers = {f"%{v.name}": n for n in plan.graph.nodes for v in n.outputs}
+    for index, node in enumerate(plan.graph.nodes):
+        if get_op(node.op).effects == "check":
+            continue
+        with np.errstate(all="ignore"):
+            result = program.runs[index](*[env[program.slots[id(v)]] for v in node.inputs])
+        results = result if len(node.outputs) > 1 else (result,)
+        for k, (value, array) in enumerate(zip(node.outputs, results)):
+            env[program.slots[id(value)]] = array
+            if value.type.dtype.is_float:
+                host = backend.to_numpy(array)
+                if not np.isfinite(host).all():
+                    return _nonfinite_node(index, node, k, host, producers)
+    return None
+
+
+def _nonfinite_node(index, node, output, array, producers) -> NonFiniteNode:
+    phase = node.meta.get("phase") or "forward"
+    grad_of = node.meta.get("grad_of")
+    if grad_of:  # "%7 (conv2d)" -> add where that forward node came from
+        forward = producers.get(grad_of.split(" ")[0])
+        where = forward.location() if forward is not None else None
+        grad_of = f"{grad_of} at {where}" if where else grad_of
+    return NonFiniteNode(index, node.op, phase, node.meta.get("module"), node.meta.get("source"), output,
+                         int(np.isnan(array).sum()), int(np.isinf(array).sum()), grad_of, node.location())

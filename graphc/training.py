@@ -7,6 +7,7 @@ from .ir.errors import GraphcError
 from .nn.module import Module
 from .optim.optimizer import Optimizer
 from .passes.autodiff import autodiff
+from .passes.guard import guard_finite
 from .executor.program import evaluate_node
 from .ir.verify import verify as verify_graph
 from .passes.manager import FORWARD_PASSES, record, resolve, run_passes
@@ -40,7 +41,7 @@ def trace_training_step(model: Module, example_inputs, loss_fn):
 
 
 def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Optimizer, passes="default",
-                         verify=False):
+                         verify=False, check_finite=True):
     """Forward fusions, then autodiff and the optimizer update, then cleanup passes."""
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
     names = resolve(passes, "training")
@@ -52,6 +53,9 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     before = len(graph.nodes)
     graph, grads = autodiff(graph, graph.outputs[0], wrt)
     graph = record(graph, "autodiff", before)
+    if check_finite:  # before the updates: a non-finite step raises having changed nothing
+        before = len(graph.nodes)
+        graph = record(guard_finite(graph, graph.outputs[0], grads), "guard_finite", before)
     before = len(graph.nodes)
     graph = record(append_optimizer(graph, grads, groups), "optimizer", before)
     if verify:
@@ -61,14 +65,14 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
 
 
 def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False,
-                     memory_budget=None):
+                     memory_budget=None, check_finite=True):
     if loss_fn is None or optimizer is None:
         raise GraphcError("a training plan needs both loss_fn and optimizer")
     if not isinstance(model, Module):
         raise GraphcError(f"a training plan needs an nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, Optimizer):
         raise GraphcError(f"optimizer must be a graphc.optim optimizer, got {type(optimizer).__name__}")
-    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify)
+    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify, check_finite)
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
                 param_groups=optimizer.param_groups, memory_budget=memory_budget)
     names = {id(t): name for name, t in model.state_dict_tensors().items()}

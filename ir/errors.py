@@ -47,6 +47,10 @@ class PlanFormatError(GraphcError):
     """A plan file is truncated, corrupted, hostile or from an unsupported version."""
 
 
+class NonFiniteError(GraphcError):
+    """A training step's loss or a gradient is NaN or infinite; the step changed no state."""
+
+
 class DeviceError(GraphcError):
     """The requested device (``cuda``) is unavailable: cupy missing or no GPU."""
 

@@ -25,6 +25,7 @@ _ATTR_CHECKS = {
     "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "bool": lambda v: isinstance(v, bool),
     "str": lambda v: isinstance(v, str),
+    "strs": lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
     "ints": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECKS["int"](x) for x in v),
     "dims": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECKS["int"](x) or isinstance(x, str) for x in v),
     "dtype": lambda v: isinstance(v, str) and v in {d.name for d in DType},
@@ -72,7 +73,8 @@ class OpDef:
     """Everything graphc knows about one op.
 
     ``infer(in_types, attrs) -> [out TensorType, ...]`` raises ShapeError on bad input.
-    ``effects`` is ``"pure"`` or ``"random"`` (draws from the plan's RNG; never CSE'd).
+    ``effects`` is ``"pure"``, ``"random"`` (draws from the plan's RNG; never CSE'd) or
+    ``"check"`` (raises on bad values; kept by DCE though nothing reads its output).
     """
 
     name: str

@@ -9,7 +9,7 @@ from .rewrite import substitute
 
 
 def dce(graph: Graph) -> Graph:
-    """Drop nodes none of whose outputs is used, and constants nothing reads.
+    """Drop nodes none of whose outputs is used (checks stay), and constants nothing reads.
 
     >>> import numpy as np, graphc as gc
     >>> g = gc.trace(lambda x: (x.exp(), x.relu())[1], np.ones((2, 2), np.float32))
@@ -19,7 +19,7 @@ def dce(graph: Graph) -> Graph:
     live = {id(v) for v in graph.root_values()}
     kept = []
     for node in reversed(graph.nodes):
-        if any(id(v) in live for v in node.outputs):
+        if get_op(node.op).effects == "check" or any(id(v) in live for v in node.outputs):
             kept.append(node)
             live.update(id(v) for v in node.inputs)
     out = graph.copy()

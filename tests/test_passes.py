@@ -764,9 +764,9 @@ def test_pass_records_of_default_and_none_pipelines():
     model = _cnn()
     train = _training_graph(model, "default")
     assert [p["name"] for p in train.meta["passes"]] == ["fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu",
-                                                         "autodiff", "optimizer", "cse", "dce"]
+                                                         "autodiff", "guard_finite", "optimizer", "cse", "dce"]
     none = _training_graph(_cnn(), "none")
-    assert [p["name"] for p in none.meta["passes"]] == ["autodiff", "optimizer"]
+    assert [p["name"] for p in none.meta["passes"]] == ["autodiff", "guard_finite", "optimizer"]
     for g in (train, none):
         entries = g.meta["passes"]
         for a, b in zip(entries, entries[1:]):

@@ -18,7 +18,6 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from graphc.ir import verify
-from conftest import requires_torch
 
 SOURCE_RE = re.compile(r"^test_training\.py:\d+$")
 
@@ -72,7 +71,7 @@ def test_training_graph_has_forward_backward_and_update_nodes():
     graph = step.graph
     verify(graph)
     phases = [node.meta.get("phase") for node in graph.nodes]
-    assert set(phases) <= {None, "backward", "update"}, f"unexpected phases {set(phases)}"
+    assert set(phases) <= {None, "backward", "check", "update"}, f"unexpected phases {set(phases)}"
     for phase in (None, "backward", "update"):
         assert phase in phases, f"no {phase or 'forward'} nodes in the training graph"
     for node in graph.nodes:
@@ -403,10 +402,32 @@ def test_shared_linear_gradient_matches_manual_numpy():
     assert not np.allclose(grads["fc.weight"], g2.T @ h1, rtol=1e-2)
 
 
-@requires_torch
-def test_shared_and_residual_gradients_match_torch():
+def _torch_gradients(kind, sd, wanted, x, y) -> dict:
+    """The same forward written in torch (functional, on ``sd``); autograd's gradients of
+    the ``wanted`` entries."""
     import torch
 
+    params = {k: torch.tensor(v, requires_grad=k in wanted) for k, v in sd.items()}
+
+    def lin(name, v):
+        return v @ params[f"{name}.weight"].T + params[f"{name}.bias"]
+
+    xt = torch.from_numpy(x)
+    if kind == "SharedResidual":
+        h = torch.tanh(lin("fc", xt)) + xt
+        h = torch.tanh(lin("fc", h)) + h
+        logits = lin("head", h)
+    else:
+        a = lin("fc1", xt)
+        bn = torch.nn.functional.batch_norm(a, params["bn.running_mean"].clone(), params["bn.running_var"].clone(),
+                                            params["bn.weight"], params["bn.bias"], training=True)
+        b = lin("fc2", bn.relu()) + a
+        logits = lin("head", b.relu() + xt)
+    torch.nn.functional.cross_entropy(logits, torch.from_numpy(y)).backward()
+    return {key: params[key].grad for key in wanted}
+
+
+def test_shared_and_residual_gradients_match_torch(torch_ref):
     for make in (SharedResidual, ResidualBN):
         gc.manual_seed(0)
         model = make()
@@ -415,25 +436,11 @@ def test_shared_and_residual_gradients_match_torch():
         y = rng.integers(0, 3, 8).astype(np.int64)
         sd = snapshot(model)
         grads = sgd_gradients(model, x, y, nn.CrossEntropyLoss())
-        params = {k: torch.tensor(v, requires_grad=k in grads) for k, v in sd.items()}
-
-        def lin(name, v):
-            return v @ params[f"{name}.weight"].T + params[f"{name}.bias"]
-
-        xt = torch.from_numpy(x)
-        if make is SharedResidual:
-            h = torch.tanh(lin("fc", xt)) + xt
-            h = torch.tanh(lin("fc", h)) + h
-            logits = lin("head", h)
-        else:
-            a = lin("fc1", xt)
-            bn = torch.nn.functional.batch_norm(a, params["bn.running_mean"].clone(), params["bn.running_var"].clone(),
-                                                params["bn.weight"], params["bn.bias"], training=True)
-            b = lin("fc2", bn.relu()) + a
-            logits = lin("head", b.relu() + xt)
-        torch.nn.functional.cross_entropy(logits, torch.from_numpy(y)).backward()
+        want = torch_ref([sd, sorted(grads), x, y], lambda: _torch_gradients(make.__name__, sd, sorted(grads), x, y),
+                         name=make.__name__)
+        assert sorted(want) == sorted(grads)
         for key in grads:
-            np.testing.assert_allclose(grads[key], params[key].grad.numpy(), rtol=1e-4, atol=2e-6,
+            np.testing.assert_allclose(grads[key], want[key], rtol=1e-4, atol=2e-6,
                                        err_msg=f"{make.__name__}: gradient of {key}")
 
 

@@ -1,7 +1,7 @@
 """Reduction kernels (sum, mean, max, argmax) and one_hot."""
 from __future__ import annotations
 
-from ...ir.errors import GraphcError
+from ...ir.errors import GraphcError, NonFiniteError
 from .base import writes_out
 from .norm import reduced_count
 
@@ -57,5 +57,19 @@ def _reduce_grad(xp, spec):
     return writes_out(run)
 
 
-KERNELS = {"reduce_grad": _reduce_grad, "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,
+def _assert_finite(xp, spec):
+    names = spec.attrs["names"]
+
+    def run(*arrays):
+        for name, a in zip(names, arrays):
+            # One reduction per array: NaN and inf survive a sum. A sum can also overflow to inf
+            # from large finite values, so only then look element by element.
+            if not bool(xp.isfinite(a.sum())) and not bool(xp.isfinite(a).all()):
+                nan, inf = int(xp.isnan(a).sum()), int(xp.isinf(a).sum())
+                raise NonFiniteError(f"{name} is not finite ({nan} NaN and {inf} infinite of {a.size} values)")
+        return xp.asarray(True)
+    return run
+
+
+KERNELS = {"assert_finite": _assert_finite, "reduce_grad": _reduce_grad, "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,
            "one_hot": _one_hot}

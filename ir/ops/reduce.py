@@ -67,6 +67,14 @@ def _reduce_grad(in_types, attrs):
 for _name, _vjp in (("sum", _vjp_sum_mean(False)), ("mean", _vjp_sum_mean(True)), ("max", _vjp_max)):
     register(OpDef(_name, _reduce(_name), attrs=dict(_REDUCE_ATTRS), vjp=_vjp, doc=f"{_name} over dims (None: all)"))
 register(OpDef("argmax", _argmax, attrs={"dim": Attr("int", None, optional=True), "keepdim": Attr("bool", False)}))
+def _assert_finite(in_types, attrs):
+    if len(attrs["names"]) != len(in_types) or not all(t.dtype.is_float for t in in_types):
+        raise ShapeError(f"assert_finite: {len(in_types)} float inputs need as many names, got {len(attrs['names'])}")
+    return [TensorType((), DType.bool)]
+
+
+register(OpDef("assert_finite", _assert_finite, attrs={"names": Attr("strs")}, inputs=(1, None), effects="check",
+               doc="raise NonFiniteError naming the first input holding NaN or inf (a training step's guard)"))
 register(OpDef("reduce_grad", _reduce_grad,
                attrs={"shape": Attr("dims"), "dims": Attr("ints"), "keepdim": Attr("bool"), "mean": Attr("bool")},
                doc="broadcast a sum/mean cotangent back to the input shape (mean divides by the count)"))
