@@ -28,7 +28,7 @@ from .executor import Plan  # noqa: E402
 from ._version import __version__  # noqa: E402  (the one place the version is written)
 
 __all__ = [
-    "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
+    "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
     "VerifyError", "abs", "arange", "bool_", "cat", "compile", "concat", "data", "debug", "exp", "export",
     "float16", "float32", "float64", "from_numpy", "full", "int64", "load", "log", "manual_seed", "matmul",
     "maximum", "minimum", "nn", "no_grad", "ones", "ones_like", "optim", "rand", "randn", "relu", "sigmoid",

@@ -11,6 +11,7 @@ one cotangent Value (or None) per node input.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -126,12 +127,14 @@ def _freeze(value):
 
 
 REGISTRY: dict[str, OpDef] = {}
+FAMILY: dict[str, str] = {}  # op name -> the ir/ops module declaring it (its kernel lives in the mirror file)
 
 
 def register(opdef: OpDef) -> OpDef:
     if opdef.name in REGISTRY:
         raise GraphcError(f"op {opdef.name!r} registered twice")
     REGISTRY[opdef.name] = opdef
+    FAMILY[opdef.name] = sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]
     return opdef
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import conv, elementwise, fused, norm, pool, reduce, shape
+from . import conv, elementwise, fused, linalg, norm, pool, reduce, shape
 from .base import writes_out
 
 
@@ -42,7 +42,7 @@ _PROMOTING = ("matmul", "linear", "linear_relu", "conv2d", "batch_norm", "batch_
               "conv_bn_train")
 
 TABLE = {}
-for _module in (elementwise, conv, pool, norm, reduce, shape, fused):
+for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused):
     TABLE.update(_module.KERNELS)
 for _name in _PROMOTING:
     TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

@@ -1,4 +1,4 @@
-"""GEMM kernels: matmul, linear and conv2d with its two gradients.
+"""Convolution kernels: conv2d with its two gradients (GEMMs over im2col columns).
 
 Convolution is im2col through stride tricks plus GEMM, never a loop over pixels. Each
 kernel keeps its padded-input and column workspaces from one step to the next, so a step
@@ -7,21 +7,6 @@ does not allocate them again; outputs go straight into the planner's buffers.
 from __future__ import annotations
 
 from .base import writes_out
-
-
-def _matmul(xp, spec):
-    return writes_out(lambda a, b, out=None: xp.matmul(a, b, out=out))
-
-
-def _linear(xp, spec):
-    has_bias = len(spec.in_types) == 3
-
-    def run(x, w, b=None, out=None):
-        out = xp.matmul(x, w.T, out=out)
-        if has_bias:
-            out += b
-        return out
-    return writes_out(run)
 
 
 def im2col(xp, x, kernel, stride, dilation, out_hw):
@@ -137,5 +122,4 @@ def _conv2d_grad_weight(xp, spec):
     return writes_out(run)
 
 
-KERNELS = {"matmul": _matmul, "linear": _linear, "conv2d": _conv2d, "conv2d_grad_input": _conv2d_grad_input,
-           "conv2d_grad_weight": _conv2d_grad_weight}
+KERNELS = {"conv2d": _conv2d, "conv2d_grad_input": _conv2d_grad_input, "conv2d_grad_weight": _conv2d_grad_weight}

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .base import writes_out
-from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight, _linear
+from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight
+from .linalg import _linear
 from .norm import _batch_norm_train, _batch_norm_train_grad, _outs, channel_layout
 
 

@@ -1,8 +1,8 @@
 """Normalisation and probability kernels: batch norm (eval, training and its backward),
-softmax, log_softmax, dropout. Per-step scratch arrays are allocated once per kernel."""
+softmax, log_softmax, dropout, one_hot. Per-step scratch arrays are allocated once per kernel."""
 from __future__ import annotations
 
-from ...ir.errors import ShapeError
+from ...ir.errors import GraphcError, ShapeError
 from .base import writes_out
 
 
@@ -142,5 +142,18 @@ def _dropout(xp, spec):
     return writes_out(run)
 
 
-KERNELS = {"batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "batch_norm_train_grad": _batch_norm_train_grad,
+def _one_hot(xp, spec):
+    classes = spec.attrs["num_classes"]
+    dtype = spec.out_types[0].dtype.numpy
+    ids = xp.arange(classes)
+
+    def run(labels):
+        if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= classes):
+            raise GraphcError(f"class index out of range: labels must be in [0, {classes}), "
+                              f"got min {int(labels.min())}, max {int(labels.max())}")
+        return (labels[..., None] == ids).astype(dtype)
+    return run
+
+
+KERNELS = {"one_hot": _one_hot, "batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "batch_norm_train_grad": _batch_norm_train_grad,
            "softmax": _softmax, "log_softmax": _log_softmax, "dropout": _dropout}

@@ -1,7 +1,7 @@
-"""Reduction kernels (sum, mean, max, argmax) and one_hot."""
+"""Reduction kernels (sum, mean, max, argmax, the reduce_grad backward) and the non-finite guard."""
 from __future__ import annotations
 
-from ...ir.errors import GraphcError, NonFiniteError
+from ...ir.errors import NonFiniteError
 from .base import writes_out
 from .norm import reduced_count
 
@@ -24,19 +24,6 @@ def _argmax(xp, spec):
     if dim is None:
         return lambda x: xp.argmax(x).reshape(out_shape)
     return lambda x: xp.argmax(x, axis=dim).reshape(out_shape)
-
-
-def _one_hot(xp, spec):
-    classes = spec.attrs["num_classes"]
-    dtype = spec.out_types[0].dtype.numpy
-    ids = xp.arange(classes)
-
-    def run(labels):
-        if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= classes):
-            raise GraphcError(f"class index out of range: labels must be in [0, {classes}), "
-                              f"got min {int(labels.min())}, max {int(labels.max())}")
-        return (labels[..., None] == ids).astype(dtype)
-    return run
 
 
 def _reduce_grad(xp, spec):
@@ -71,5 +58,5 @@ def _assert_finite(xp, spec):
     return run
 
 
-KERNELS = {"assert_finite": _assert_finite, "reduce_grad": _reduce_grad, "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"), "argmax": _argmax,
-           "one_hot": _one_hot}
+KERNELS = {"assert_finite": _assert_finite, "reduce_grad": _reduce_grad, "sum": _reduce("sum"), "mean": _reduce("mean"),
+           "max": _reduce("max"), "argmax": _argmax}

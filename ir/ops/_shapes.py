@@ -91,3 +91,9 @@ def check_pairs(attrs: dict, op: str, minimums: dict) -> None:
 def need_numeric(t: TensorType, op: str) -> None:
     if t.dtype is DType.bool:
         raise ShapeError(f"{op} does not take bool tensors")
+
+
+def expect_same(actual, expected, op: str, what: str) -> None:
+    """A backward op's input must have the shape its forward produced."""
+    if actual.shape != expected.shape:
+        raise ShapeError(f"{op}: {what} {actual} does not match the forward's {expected}")
