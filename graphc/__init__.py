@@ -16,9 +16,12 @@ float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.in
 
 from .random import manual_seed  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from .creation import (abs, arange, cat, concat, exp, from_numpy, full, log, matmul, maximum, minimum,  # noqa: E402
-                       no_grad, ones, ones_like, rand, randn, relu, sigmoid, sqrt, stack, tanh, tensor, where, zeros,
-                       zeros_like)
+from .creation import (arange, cat, concat, from_numpy, full, no_grad, ones, ones_like, rand, randn,  # noqa: E402
+                       stack, tensor, zeros, zeros_like)
+from . import functions as _functions, surface as _surface  # noqa: E402
+
+_surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/functions.py
+globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
 from . import data, debug, optim  # noqa: E402
@@ -27,10 +30,9 @@ from .executor import Plan  # noqa: E402
 
 from ._version import __version__  # noqa: E402  (the one place the version is written)
 
-__all__ = [
-    "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError", "Tensor", "TraceError",
-    "VerifyError", "abs", "arange", "bool_", "cat", "compile", "concat", "data", "debug", "exp", "export",
-    "float16", "float32", "float64", "from_numpy", "full", "int64", "load", "log", "manual_seed", "matmul",
-    "maximum", "minimum", "nn", "no_grad", "ones", "ones_like", "optim", "rand", "randn", "relu", "sigmoid",
-    "sqrt", "stack", "tanh", "tensor", "trace", "viz", "where", "zeros", "zeros_like",
-]
+__all__ = sorted({
+    "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError",
+    "Tensor", "TraceError", "VerifyError", "arange", "bool_", "cat", "compile", "concat", "data", "debug", "export",
+    "float16", "float32", "float64", "from_numpy", "full", "int64", "load", "manual_seed", "nn", "no_grad", "ones",
+    "ones_like", "optim", "rand", "randn", "stack", "tensor", "trace", "viz", "zeros", "zeros_like",
+    *_surface.TOP_LEVEL})

@@ -96,18 +96,6 @@ class no_grad:
         return False
 
 
-def where(condition, input, other) -> Tensor:
-    return apply("where", [condition, input, other])
-
-
-def maximum(input, other) -> Tensor:
-    return apply("maximum", [input, other])
-
-
-def minimum(input, other) -> Tensor:
-    return apply("minimum", [input, other])
-
-
 def cat(tensors, dim: int = 0) -> Tensor:
     return apply("concat", list(tensors), {"dim": dim})
 
@@ -115,17 +103,3 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = cat
 
 
-def matmul(a, b) -> Tensor:
-    return apply("matmul", [a, b])
-
-
-def _unary(op):
-    def fn(input):
-        return apply(op, [input])
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise {op}."
-    return fn
-
-
-exp, log, sqrt, tanh, sigmoid, relu, abs = (_unary(op) for op in ("exp", "log", "sqrt", "tanh", "sigmoid",
-                                                                   "relu", "abs"))

@@ -244,34 +244,10 @@ class Tensor:
     def __ge__(self, o): return apply("ge", [self, o])
     def __invert__(self): return apply("logical_not", [self])
 
-    def abs(self): return apply("abs", [self])
-    def exp(self): return apply("exp", [self])
-    def log(self): return apply("log", [self])
-    def log1p(self): return apply("log1p", [self])
-    def sqrt(self): return apply("sqrt", [self])
-    def rsqrt(self): return apply("rsqrt", [self])
-    def tanh(self): return apply("tanh", [self])
-    def sigmoid(self): return apply("sigmoid", [self])
-    def relu(self): return apply("relu", [self])
-    def sign(self): return apply("sign", [self])
-    def square(self): return apply("mul", [self, self])
-    def maximum(self, o): return apply("maximum", [self, o])
-    def minimum(self, o): return apply("minimum", [self, o])
+    # exp, log, relu, sigmoid, clamp, eq, flatten, ... are declared once in graphc/functions.py
+    # (graphc.surface installs them here and as gc.x and F.x).
     def softmax(self, dim): return apply("softmax", [self], {"dim": dim})
     def log_softmax(self, dim): return apply("log_softmax", [self], {"dim": dim})
-    def matmul(self, o): return apply("matmul", [self, o])
-
-    def pow(self, exponent): return apply("pow", [self, exponent])
-
-    def clamp(self, min=None, max=None):
-        # where(), not maximum/minimum: those split the gradient 0.5/0.5 at ties, while
-        # PyTorch's clamp passes it whole on the closed interval [min, max]. NaN stays NaN.
-        out = self
-        if min is not None:
-            out = apply("where", [apply("lt", [out, min]), min, out])
-        if max is not None:
-            out = apply("where", [apply("gt", [out, max]), max, out])
-        return out
 
     def cast(self, dtype) -> "Tensor":
         dtype = DType.from_any(dtype)
@@ -319,9 +295,6 @@ class Tensor:
         return apply("reshape", [self], {"shape": dims_attr(_shape_args(shape))})
 
     view = reshape
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        return apply("flatten", [self], {"start_dim": start_dim, "end_dim": end_dim})
 
     def permute(self, *dims):
         return apply("permute", [self], {"perm": list(_shape_args(dims))})

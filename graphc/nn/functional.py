@@ -49,20 +49,8 @@ def _string_padding(mode, kernel, stride, dilation):
     return tuple(t // 2 for t in total)
 
 
-def relu(input, inplace=False):
-    return apply("relu", [input])
-
-
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     return apply("leaky_relu", [input], {"negative_slope": float(negative_slope)})
-
-
-def sigmoid(input):
-    return apply("sigmoid", [input])
-
-
-def tanh(input):
-    return apply("tanh", [input])
 
 
 def _implicit_dim(ndim: int) -> int:
@@ -107,10 +95,6 @@ def adaptive_avg_pool2d(input, output_size):
     size = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
     size = tuple(int(input.shape[2 + i]) if s is None else s for i, s in enumerate(size))
     return apply("adaptive_avg_pool2d", [input], {"output_size": size})
-
-
-def flatten(input, start_dim=0, end_dim=-1):
-    return apply("flatten", [input], {"start_dim": start_dim, "end_dim": end_dim})
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -167,3 +151,9 @@ def one_hot(tensor, num_classes: int, dtype="float32"):
 
 
 from .losses_functional import binary_cross_entropy_with_logits, cross_entropy, mse_loss  # noqa: E402,F401
+
+# relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/functions.py for Tensor.x, gc.x and F.x
+from .. import functions as _functions  # noqa: E402,F401  (declares them)
+from ..surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
+
+globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})
