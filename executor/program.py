@@ -3,9 +3,10 @@
 A :class:`Program` is what a Plan caches per batch size. Each node's kernel is specialised
 to the concrete shapes once; its outputs are placed by the memory planner:
 
-- kernels marked ``writes_out`` write into planned buffers: arena regions reused once a
-  value is dead, or the state array itself when an elementwise update can run in place;
-- kernels marked ``view_of = i`` return a view of input ``i`` (reshape, permute, slice):
+- kernels with ``writes_out`` (see ``kernels.base.Kernel``) write into planned buffers: arena
+  regions reused once a value is dead, or the state array itself when an elementwise update
+  can run in place (``alias_safe``);
+- kernels with ``view_of = i`` return a view of input ``i`` (reshape, permute, slice):
   the viewed buffer stays live as long as the view;
 - other kernels allocate their results, as do kernels whose results the caller receives.
 
@@ -20,6 +21,7 @@ from ..ir.graph import Graph
 from ..ir.registry import get_op
 from .budget import refuse, value_bytes
 from .kernels import KernelSpec
+from .kernels.base import as_kernel
 from .memory import Buffer, assign_offsets
 
 
@@ -43,7 +45,7 @@ class Program:
             spec = KernelSpec(node.attrs, tuple(v.type.bind(batch) for v in node.inputs),
                               tuple(v.type.bind(batch) for v in node.outputs), rng)
             try:
-                runs.append(backend.kernels[node.op](spec))
+                runs.append(as_kernel(backend.kernels[node.op](spec)))
             except GraphcError as e:
                 raise e.located(node.location()) from None
             except Exception as e:
@@ -78,11 +80,10 @@ class Program:
         root = list(range(len(self.types)))  # slot -> slot owning its bytes (views share)
         kinds = []
         for node, run in zip(graph.nodes, runs):
-            view_of = getattr(run, "view_of", None)
-            if view_of is not None:
-                root[slot[id(node.outputs[0])]] = root[slot[id(node.inputs[view_of])]]
-            writes = self.planned and getattr(run, "writes_out", False)
-            kinds.append("view" if view_of is not None else "out" if writes else "alloc")
+            if run.view_of is not None:
+                root[slot[id(node.outputs[0])]] = root[slot[id(node.inputs[run.view_of])]]
+            writes = self.planned and run.writes_out
+            kinds.append("view" if run.view_of is not None else "out" if writes else "alloc")
         last_read = {}
         for i, node in enumerate(graph.nodes):
             for v in node.inputs:
@@ -101,7 +102,7 @@ class Program:
             s, target = slot[id(value)], slot[id(graph.state[name])]
             producer = producer_of.get(id(value))
             if (producer is not None and producer > last_check and kinds[producer] == "out"
-                    and getattr(runs[producer], "alias_safe", False)
+                    and runs[producer].alias_safe
                     and root[s] == s and s not in returned and s not in in_place
                     and last_read.get(root[target], -1) <= producer and root[target] == target):
                 in_place[s] = name
@@ -138,7 +139,8 @@ class Program:
             self.template[b.key] = self.arena[b.offset:b.offset + b.nbytes].view(t.dtype.numpy).reshape(t.shape)
 
     # ---- steps ------------------------------------------------------------------------
-    def _make_step(self, run, node, index):
+    def _make_step(self, kernel, node, index):
+        run = kernel.run  # the bare function: one call less per node and step
         ins = tuple(self.slots[id(v)] for v in node.inputs)
         outs = tuple(self.slots[id(v)] for v in node.outputs)
         if self.kinds[index] == "out" and index not in self.fresh:
@@ -194,13 +196,3 @@ def _check_values(graph: Graph, batch: int, budget: int) -> None:
             nbytes = value_bytes(v.type.bind(batch))
             if nbytes > budget:
                 refuse(f"{node.op} output %{v.name} {v.type}", nbytes, budget, batch, node.location())
-
-
-def evaluate_node(node, arrays: list, backend=None) -> list:
-    """Run one node on numpy arrays (constant folding uses this); shapes must be static."""
-    from .backends import get_backend
-
-    backend = backend or get_backend("cpu")
-    spec = KernelSpec(node.attrs, tuple(v.type for v in node.inputs), tuple(v.type for v in node.outputs), None)
-    result = backend.kernels[node.op](spec)(*arrays)
-    return list(result) if len(node.outputs) > 1 else [result]

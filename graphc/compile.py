@@ -8,7 +8,7 @@ import numpy as np
 from .executor import Plan
 from .executor.backends import backend_of
 from .executor.budget import check_budget
-from .executor.program import evaluate_node
+from .executor.run_node import run_graph_node
 from .passes.freeze import freeze
 from .passes.manager import record, resolve, run_passes
 from .ir.errors import GraphcError, PlanFormatError, TraceError
@@ -124,7 +124,7 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
         return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget,
                                 check_finite)
     graph, tracer = trace_model(model, example_inputs)
-    graph = run_passes(graph, resolve(passes, "inference"), evaluate_node, verify)
+    graph = run_passes(graph, resolve(passes, "inference"), run_graph_node, verify)
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference",
                 memory_budget=memory_budget)
 
@@ -176,7 +176,7 @@ def export(model, example_inputs, path, verify=False) -> Plan:
     before = len(graph.nodes)
     weights = {name: backend_of(a).to_numpy(a) for name, a in tracer.state_arrays.items()}  # GPU models too
     graph = record(freeze(graph, weights), "freeze", before)
-    graph = run_passes(graph, EXPORT_PASSES, evaluate_node, verify)
+    graph = run_passes(graph, EXPORT_PASSES, run_graph_node, verify)
     plan = Plan(graph, {}, kind="inference")
     plan.save(path)
     return plan

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .executor.backends import get_backend
-from .executor.program import Program
+from .executor.run_node import run_graph_node
 from .ir.errors import GraphcError
 
 
@@ -49,37 +49,23 @@ def compare_backends(plan, inputs, devices=("cpu", "cuda"), rtol: float = 1e-4, 
     compared 1 nodes on cpu and cpu: all within tolerance
     """
     first, second = (get_backend(d) if isinstance(d, str) else d for d in devices)
-    arrays, batch = plan._check_inputs(list(inputs))
-    arrays += [np.asarray(float(g["lr"]), np.float64) for g in plan.param_groups]
-    state = {k: plan.backend.to_numpy(v).copy() for k, v in plan._state.items()}
-    rng_state = plan.rng.bit_generator.state
-    programs = []
-    for backend in (first, second):
-        rng = np.random.default_rng()
-        rng.bit_generator.state = rng_state
-        consts = {k: backend.asarray(v) for k, v in plan.graph.constant_data.items()}
-        programs.append(Program(plan.graph, batch, backend, rng, consts,
-                                {k: backend.asarray(v.copy()) for k, v in state.items()}, planned=False))
-    ref, other = programs
-    env = list(ref.template)
-    for s, a in zip(ref.input_slots, arrays):
-        env[s] = first.asarray(a)
+    if not plan.graph.nodes:
+        raise GraphcError("the plan has no nodes to compare")
+    env, batch = _step_inputs(plan, inputs, first)
+    rngs = [np.random.default_rng() for _ in range(2)]
+    for rng in rngs:  # both draw what the plan would: same dropout masks
+        rng.bit_generator.state = plan.rng.bit_generator.state
     for index, node in enumerate(plan.graph.nodes):
-        ins = [env[ref.slots[id(v)]] for v in node.inputs]
-        with np.errstate(all="ignore"):
-            expected = ref.runs[index](*ins)
-            got = other.runs[index](*[second.asarray(first.to_numpy(a)) for a in ins])
-        expected = expected if len(node.outputs) > 1 else (expected,)
-        got = got if len(node.outputs) > 1 else (got,)
+        ins = [env[id(v)] for v in node.inputs]
+        expected = run_graph_node(node, ins, first, rngs[0], batch)
+        got = run_graph_node(node, [second.asarray(first.to_numpy(a)) for a in ins], second, rngs[1], batch)
         for k, (value, a, b) in enumerate(zip(node.outputs, expected, got)):
-            env[ref.slots[id(value)]] = a
+            env[id(value)] = a
             a, b = first.to_numpy(a), second.to_numpy(b)
             if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
                 diff = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.shape == b.shape else np.inf
                 return Comparison((first.name, second.name), index + 1,
                                   Mismatch(index, node.op, node.location() or "", k, diff))
-    if not plan.graph.nodes:
-        raise GraphcError("the plan has no nodes to compare")
     return Comparison((first.name, second.name), len(plan.graph.nodes), None)
 
 
@@ -121,31 +107,35 @@ def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
     """
     from .ir.registry import get_op
 
-    arrays, batch = plan._check_inputs(list(inputs))
-    arrays += [np.asarray(float(g["lr"]), np.float64) for g in plan.param_groups]
     backend = plan.backend
+    env, batch = _step_inputs(plan, inputs, backend)
     rng = np.random.default_rng()
     rng.bit_generator.state = plan.rng.bit_generator.state
-    state = {k: v.copy() for k, v in plan.state.items()}
-    program = Program(plan.graph, batch, backend, rng, dict(plan._constants), state, planned=False,
-                      budget=plan.memory_budget)
-    env = list(program.template)
-    for s, a in zip(program.input_slots, arrays):
-        env[s] = backend.asarray(a)
     producers = {f"%{v.name}": n for n in plan.graph.nodes for v in n.outputs}
     for index, node in enumerate(plan.graph.nodes):
         if get_op(node.op).effects == "check":
             continue
-        with np.errstate(all="ignore"):
-            result = program.runs[index](*[env[program.slots[id(v)]] for v in node.inputs])
-        results = result if len(node.outputs) > 1 else (result,)
+        results = run_graph_node(node, [env[id(v)] for v in node.inputs], backend, rng, batch)
         for k, (value, array) in enumerate(zip(node.outputs, results)):
-            env[program.slots[id(value)]] = array
+            env[id(value)] = array
             if value.type.dtype.is_float:
                 host = backend.to_numpy(array)
                 if not np.isfinite(host).all():
                     return _nonfinite_node(index, node, k, host, producers)
     return None
+
+
+def _step_inputs(plan, inputs, backend):
+    """Values by id for one step: the user's inputs, the learning rates, copies of the state
+    (kernels never write their inputs, but a copy keeps the plan's arrays out of reach)."""
+    arrays, batch = plan._check_inputs(list(inputs))
+    arrays += [np.asarray(float(g["lr"]), np.float64) for g in plan.param_groups]
+    graph = plan.graph
+    env = {id(v): backend.asarray(plan.backend.to_numpy(a)) for v, a in zip(graph.inputs, arrays)}
+    env.update({id(v): backend.asarray(plan.backend.to_numpy(plan.state[name]).copy())
+                for name, v in graph.state.items()})
+    env.update({id(v): backend.asarray(graph.constant_data[name]) for name, v in graph.constants.items()})
+    return env, batch
 
 
 def _nonfinite_node(index, node, output, array, producers) -> NonFiniteNode:

@@ -5,10 +5,8 @@ the OpDef's shape rule has checked the inputs.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .executor.backends import NUMPY, backend_of
-from .executor.kernels import KernelSpec
+from .executor.run_node import run_node
 from .ir.errors import DeviceError, GraphcError
 from .ir.registry import get_op, infer_types
 from .ir.types import DType, TensorType
@@ -69,15 +67,7 @@ def _run_eager(op, args, attrs):
         from .tracer import user_source
 
         raise e.located(f"at {user_source()}") from None
-    spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), _random.generator())
-    try:
-        with np.errstate(all="ignore"):
-            result = backend.kernels[op](spec)(*arrays)
-    except GraphcError:
-        raise
-    except (ValueError, TypeError, ArithmeticError, IndexError) as e:  # same wrapping as compiled plans
-        raise GraphcError(f"kernel {op!r} failed: {e}") from e
-    results = result if len(out_types) > 1 else (result,)
+    results = run_node(op, arrays, attrs, backend, _random.generator(), out_types)
     outs = []
     for r, t in zip(results, out_types):
         r = backend.xp.asarray(r)

@@ -8,7 +8,7 @@ from .nn.module import Module
 from .optim.optimizer import Optimizer
 from .passes.autodiff import autodiff
 from .passes.guard import guard_finite
-from .executor.program import evaluate_node
+from .executor.run_node import run_graph_node
 from .ir.verify import verify as verify_graph
 from .passes.manager import FORWARD_PASSES, record, resolve, run_passes
 from .passes.optimizers import append_optimizer
@@ -45,7 +45,7 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     """Forward fusions, then autodiff and the optimizer update, then cleanup passes."""
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
     names = resolve(passes, "training")
-    graph = run_passes(graph, [n for n in names if n in FORWARD_PASSES], evaluate_node, verify)
+    graph = run_passes(graph, [n for n in names if n in FORWARD_PASSES], run_graph_node, verify)
     tensors = model.state_dict_tensors()
     groups = optimizer.spec({id(t): name for name, t in tensors.items()})
     # like PyTorch, parameters with requires_grad=False get no gradient and are not updated
@@ -60,7 +60,7 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     graph = record(append_optimizer(graph, grads, groups), "optimizer", before)
     if verify:
         verify_graph(graph)
-    graph = run_passes(graph, [n for n in names if n not in FORWARD_PASSES], evaluate_node, verify)
+    graph = run_passes(graph, [n for n in names if n not in FORWARD_PASSES], run_graph_node, verify)
     return graph, tracer
 
 

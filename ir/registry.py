@@ -85,6 +85,11 @@ class OpDef:
     vjp: Callable | None = None
     effects: str = "pure"
     doc: str = ""
+    # Mixed input dtypes (int64 @ f32) compute in the output's dtype; numpy would widen to f64.
+    promotes_inputs: bool = False
+    # Outputs whose cotangent the vjp takes (None: every float output). Batch norm's statistics
+    # feed state updates, never the loss.
+    differentiable_outputs: tuple | None = None
 
     def normalize_attrs(self, attrs: dict) -> dict:
         """Fill defaults, check kinds, turn lists into tuples (hashable, plain data)."""

@@ -17,7 +17,7 @@ import graphc as gc
 import graphc.nn.functional as F
 from graphc import ir, nn, optim
 from graphc.compile import trace_model
-from graphc.executor.program import evaluate_node
+from graphc.executor.run_node import run_graph_node as evaluate_node
 from graphc.passes import manager
 from graphc.passes.cleanup import cse, dce, fold_constants
 from graphc.passes.freeze import fold_bn, freeze

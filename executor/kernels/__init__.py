@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ...ir.registry import REGISTRY
 from . import conv, elementwise, fused, linalg, norm, pool, reduce, shape
-from .base import writes_out
+from .base import as_kernel, writes_out
 
 
 class KernelSpec(NamedTuple):
@@ -29,22 +30,20 @@ def _cast_inputs_to_output(factory):
         flags = tuple(t.dtype is not want for t in spec.in_types)
         if not any(flags):
             return factory(xp, spec)
-        run = factory(xp, spec._replace(in_types=tuple(t.with_dtype(want) for t in spec.in_types)))
+        run = as_kernel(factory(xp, spec._replace(in_types=tuple(t.with_dtype(want) for t in spec.in_types))))
         dtype = want.numpy
-        if getattr(run, "writes_out", False):
+        if run.writes_out:
             return writes_out(lambda *arrays, out=None: run(*(a.astype(dtype) if f else a
                                                               for a, f in zip(arrays, flags)), out=out))
         return lambda *arrays: run(*(a.astype(dtype) if f else a for a, f in zip(arrays, flags)))
     return make
 
 
-_PROMOTING = ("matmul", "linear", "linear_relu", "conv2d", "batch_norm", "batch_norm_train", "conv_bn",
-              "conv_bn_train")
-
 TABLE = {}
 for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused):
     TABLE.update(_module.KERNELS)
-for _name in _PROMOTING:
-    TABLE[_name] = _cast_inputs_to_output(TABLE[_name])
+for _name, _opdef in REGISTRY.items():
+    if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
+        TABLE[_name] = _cast_inputs_to_output(TABLE[_name])
 
 __all__ = ["KernelSpec", "TABLE"]

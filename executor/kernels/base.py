@@ -1,17 +1,38 @@
-"""Markers kernels carry for the memory planner."""
+"""The kernel value: a run function plus the facts the memory planner needs about it."""
 from __future__ import annotations
 
-
-def writes_out(run, alias_safe: bool = False):
-    """``run(*inputs, out=None)`` fully overwrites ``out`` (an array, or a tuple for several
-    outputs) without reading it first; with ``out=None`` it allocates. ``alias_safe``: ``out``
-    may also be one of the inputs (a single ufunc call), so an update can run in place."""
-    run.writes_out = True
-    run.alias_safe = alias_safe
-    return run
+from dataclasses import dataclass
+from typing import Callable
 
 
-def view_of(index: int, run):
-    """``run`` returns a view of input ``index`` (no bytes of its own)."""
-    run.view_of = index
-    return run
+@dataclass(frozen=True)
+class Kernel:
+    """``run(*inputs)`` specialised to one node's shapes.
+
+    ``writes_out``: ``run(*inputs, out=...)`` fully overwrites ``out`` (an array, or a tuple
+    for several outputs) without reading it first; with ``out=None`` it allocates.
+    ``alias_safe``: ``out`` may also be one of the inputs (a single ufunc call), so a state
+    update can run in place. ``view_of``: ``run`` returns a view of that input (no bytes of
+    its own).
+    """
+
+    run: Callable
+    writes_out: bool = False
+    alias_safe: bool = False
+    view_of: int | None = None
+
+    def __call__(self, *arrays, **kwargs):
+        return self.run(*arrays, **kwargs)
+
+
+def writes_out(run: Callable, alias_safe: bool = False) -> Kernel:
+    return Kernel(run, writes_out=True, alias_safe=alias_safe)
+
+
+def view_of(index: int, run: Callable) -> Kernel:
+    return Kernel(run, view_of=index)
+
+
+def as_kernel(made) -> Kernel:
+    """A factory's result as a Kernel (plain functions allocate their outputs)."""
+    return made if isinstance(made, Kernel) else Kernel(made)

@@ -63,7 +63,7 @@ def _conv2d_grad_weight(in_types, attrs):
     return [w]
 
 
-register(OpDef("conv2d", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d,
+register(OpDef("conv2d", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d, promotes_inputs=True,
                doc="NCHW convolution, weight (out, in/groups, kH, kW)"))
 register(OpDef("conv2d_grad_input", _conv2d_grad_input, attrs={**_CONV, "input_shape": Attr("dims")},
                inputs=(2, 2), doc="(g, w) -> dL/dx of conv2d"))

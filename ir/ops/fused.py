@@ -111,14 +111,14 @@ def _conv_bn_train_grad(in_types, attrs):
     return outs + [gamma, gamma]
 
 
-register(OpDef("linear_relu", _linear, inputs=(2, 3), vjp=_vjp_linear_relu,
+register(OpDef("linear_relu", _linear, inputs=(2, 3), vjp=_vjp_linear_relu, promotes_inputs=True,
                doc="relu(x @ w.T + b) in one kernel (fused by fuse_linear_relu)"))
 register(OpDef("conv2d_relu", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d_relu,
                doc="relu(conv2d(x, w, b)) in one kernel (fused by fuse_conv_relu, e.g. after BN folding)"))
-register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn,
+register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn, promotes_inputs=True,
                doc="eval form: (x, w, [b], gamma, beta, running_mean, running_var) -> y"))
 register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": MOMENTUM}, inputs=(6, 7),
-               vjp=_vjp_conv_bn_train,
+               vjp=_vjp_conv_bn_train, promotes_inputs=True, differentiable_outputs=(0,),
                doc="training form: (x, w, [b], gamma, beta, rm, rv) -> (y, conv_out, mean, invstd, new_rm, new_rv)"))
 register(OpDef("conv_bn_train_grad", _conv_bn_train_grad,
                attrs={**_CONV, "relu": Attr("bool"), "input_grad": Attr("bool"), "has_bias": Attr("bool")},

@@ -95,5 +95,7 @@ def _vjp_linear(b, node, cts, needs):
     return grads
 
 
-register(OpDef("matmul", _matmul, inputs=(2, 2), vjp=_vjp_matmul, doc="numpy matmul semantics, batched"))
-register(OpDef("linear", _linear, inputs=(2, 3), vjp=_vjp_linear, doc="x @ w.T (+ b); w is (out, in)"))
+register(OpDef("matmul", _matmul, inputs=(2, 2), vjp=_vjp_matmul, promotes_inputs=True,
+               doc="numpy matmul semantics, batched"))
+register(OpDef("linear", _linear, inputs=(2, 3), vjp=_vjp_linear, promotes_inputs=True,
+               doc="x @ w.T (+ b); w is (out, in)"))

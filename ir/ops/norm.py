@@ -118,10 +118,10 @@ def _one_hot(in_types, attrs):
     return [TensorType(t.shape + (attrs["num_classes"],), attrs["dtype"])]
 
 
-register(OpDef("batch_norm", _batch_norm, attrs={"eps": EPS}, inputs=(5, 5), vjp=_vjp_batch_norm,
+register(OpDef("batch_norm", _batch_norm, attrs={"eps": EPS}, inputs=(5, 5), vjp=_vjp_batch_norm, promotes_inputs=True,
                doc="eval form: (x, weight, bias, running_mean, running_var) -> y"))
 register(OpDef("batch_norm_train", _batch_norm_train, attrs={"eps": EPS, "momentum": MOMENTUM},
-               inputs=(5, 5), vjp=_vjp_batch_norm_train,
+               inputs=(5, 5), vjp=_vjp_batch_norm_train, promotes_inputs=True, differentiable_outputs=(0,),
                doc="training form: (x, weight, bias, running_mean, running_var) -> "
                    "(y, batch mean, batch invstd, new running_mean, new running_var (unbiased))"))
 register(OpDef("batch_norm_train_grad", _batch_norm_train_grad, inputs=(5, 5),

@@ -1,0 +1,48 @@
+"""``run_node``: the one way to run a single op on concrete arrays, with the very kernel a
+compiled plan runs. Eager tensors, constant folding and the debugging tools (backend
+comparison, non-finite search) all go through it, as torch.fx's ``Interpreter.run_node``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.errors import GraphcError
+from ..ir.registry import get_op, infer_types
+from ..ir.types import DType, TensorType
+from .kernels import KernelSpec
+
+
+def run_node(op: str, arrays: list, attrs: dict | None = None, backend=None, rng=None,
+             out_types: list | None = None) -> list:
+    """Run ``op`` on ``arrays``; return its outputs as a list.
+
+    ``out_types`` skips the shape rule when the caller has already applied it (a traced node's
+    types bound to the batch size); ``rng`` feeds random ops (dropout).
+
+    >>> import numpy as np
+    >>> run_node("add", [np.ones(2, np.float32), np.full(2, 2.0, np.float32)])
+    [array([3., 3.], dtype=float32)]
+    """
+    from .backends import NUMPY
+
+    backend = backend or NUMPY
+    opdef = get_op(op)
+    attrs = opdef.normalize_attrs(attrs or {})
+    in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
+    if out_types is None:
+        out_types = infer_types(opdef, in_types, attrs)
+    spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), rng)
+    try:
+        with np.errstate(all="ignore"):  # like PyTorch: log(0) is -inf, silently
+            result = backend.kernels[op](spec)(*arrays)
+    except GraphcError:
+        raise
+    except (ValueError, TypeError, ArithmeticError, IndexError, MemoryError) as e:  # as compiled plans do
+        raise GraphcError(f"kernel {op!r} failed: {e}") from e
+    return list(result) if len(out_types) > 1 else [result]
+
+
+def run_graph_node(node, arrays: list, backend=None, rng=None, batch: int | None = None) -> list:
+    """Run a graph node (its attrs, its output types bound to ``batch``)."""
+    out_types = [v.type.bind(batch) if batch is not None else v.type for v in node.outputs]
+    return run_node(node.op, arrays, node.attrs, backend, rng, out_types)
