@@ -1,6 +1,7 @@
 """``gc.trace`` and ``gc.compile``: from a model (or function) to an IR graph and a plan."""
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -10,7 +11,7 @@ from .executor.backends import backend_of
 from .executor.budget import check_budget
 from .executor.run_node import run_graph_node
 from .passes.freeze import freeze
-from .passes.manager import record, resolve, run_passes
+from .passes.manager import run_pipeline
 from .ir.errors import GraphcError, PlanFormatError, TraceError
 from .ir.types import DType
 from .random import next_seed
@@ -124,7 +125,7 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
         return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget,
                                 check_finite)
     graph, tracer = trace_model(model, example_inputs)
-    graph = run_passes(graph, resolve(passes, "inference"), run_graph_node, verify)
+    graph = run_pipeline(graph, "inference", passes, run_graph_node, verify)
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference",
                 memory_budget=memory_budget)
 
@@ -156,9 +157,6 @@ def load(path, device="cpu", memory_budget=None) -> Plan:
     return plan
 
 
-EXPORT_PASSES = ["fold_bn", "fold_constants", "cse", "dce", "fuse_conv_bn", "fuse_conv_relu", "fuse_linear_relu"]
-
-
 def export(model, example_inputs, path, verify=False) -> Plan:
     """Save ``model``'s frozen eval-mode inference plan to ``path``: parameters become
     constants, BatchNorm is folded into the convolution (in float64), constants are folded.
@@ -173,10 +171,9 @@ def export(model, example_inputs, path, verify=False) -> Plan:
     finally:
         if was_training:
             model.train()
-    before = len(graph.nodes)
     weights = {name: backend_of(a).to_numpy(a) for name, a in tracer.state_arrays.items()}  # GPU models too
-    graph = record(freeze(graph, weights), "freeze", before)
-    graph = run_passes(graph, EXPORT_PASSES, run_graph_node, verify)
+    graph = run_pipeline(graph, "export", "default", run_graph_node, verify,
+                         extra={"freeze": functools.partial(freeze, arrays=weights)})
     plan = Plan(graph, {}, kind="inference")
     plan.save(path)
     return plan

@@ -6,12 +6,9 @@ from .executor import Plan
 from .ir.errors import GraphcError
 from .nn.module import Module
 from .optim.optimizer import Optimizer
-from .passes.autodiff import autodiff
-from .passes.guard import guard_finite
 from .executor.run_node import run_graph_node
-from .ir.verify import verify as verify_graph
-from .passes.manager import FORWARD_PASSES, record, resolve, run_passes
-from .passes.optimizers import append_optimizer
+from .passes.manager import run_pipeline
+from .passes.training import TRAINING
 from .random import next_seed
 from .tracer import input_names
 
@@ -42,26 +39,16 @@ def trace_training_step(model: Module, example_inputs, loss_fn):
 
 def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Optimizer, passes="default",
                          verify=False, check_finite=True):
-    """Forward fusions, then autodiff and the optimizer update, then cleanup passes."""
+    """Trace the step, then run the training pipeline (passes/manager.py): forward fusions,
+    autodiff, the non-finite guard, the optimizer update, cleanup."""
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
-    names = resolve(passes, "training")
-    graph = run_passes(graph, [n for n in names if n in FORWARD_PASSES], run_graph_node, verify)
     tensors = model.state_dict_tensors()
     groups = optimizer.spec({id(t): name for name, t in tensors.items()})
     # like PyTorch, parameters with requires_grad=False get no gradient and are not updated
     wrt = [name for group in groups for name in group["params"] if getattr(tensors[name], "requires_grad", True)]
-    before = len(graph.nodes)
-    graph, grads = autodiff(graph, graph.outputs[0], wrt)
-    graph = record(graph, "autodiff", before)
-    if check_finite:  # before the updates: a non-finite step raises having changed nothing
-        before = len(graph.nodes)
-        graph = record(guard_finite(graph, graph.outputs[0], grads), "guard_finite", before)
-    before = len(graph.nodes)
-    graph = record(append_optimizer(graph, grads, groups), "optimizer", before)
-    if verify:
-        verify_graph(graph)
-    graph = run_passes(graph, [n for n in names if n not in FORWARD_PASSES], run_graph_node, verify)
-    return graph, tracer
+    graph.meta[TRAINING] = {"wrt": wrt, "groups": groups}
+    skip = () if check_finite else ("guard_finite",)
+    return run_pipeline(graph, "training", passes, run_graph_node, verify, skip), tracer
 
 
 def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False,

@@ -122,6 +122,12 @@ class Graph:
         """Every name in use: inputs, state, constants and node outputs."""
         return {v.name for v in self.leaf_values()} | {v.name for n in self.nodes for v in n.outputs}
 
+    def value_by_name(self) -> dict:
+        """``name -> Value`` for inputs, state, constants and node outputs."""
+        out = {v.name: v for v in self.leaf_values()}
+        out.update({v.name: v for n in self.nodes for v in n.outputs})
+        return out
+
     def unique_name(self, base: str, taken: set | None = None) -> str:
         """``base``, or ``base_1``, ``base_2``... if a value already has that name
         (pass ``taken``, e.g. from :meth:`value_names`, to avoid rescanning)."""

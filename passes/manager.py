@@ -1,13 +1,20 @@
-"""The pass manager: run named passes in order, record what each did, optionally verify.
+"""The pass manager and the pipelines, defined here and nowhere else.
 
-Pipelines:
+A pipeline is a list of steps; a step is required (the graph would be wrong without it:
+freezing, autodiff, the optimizer update) or optional (``passes="none"`` drops it, a list of
+names keeps the named ones). Every pass records its name and node counts in
+``graph.meta["passes"]``; ``verify=True`` runs ``ir.verify`` after each.
+
 - inference: dce -> cse -> fold_constants -> fuse_conv_bn -> fuse_conv_relu -> fuse_linear_relu
-- training: fusions on the forward graph (fuse_linear_relu, fuse_conv_bn, fuse_conv_relu:
-  their fused ops carry fused backwards), then autodiff + optimizer update, then cse -> dce.
+- training: fusions on the forward graph (their fused ops carry fused backwards), then
+  autodiff, the non-finite guard and the optimizer update, then cse -> dce
+- export: freeze (parameters become constants) -> fold_bn -> fold_constants -> cse -> dce ->
+  fusions
 """
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph
@@ -15,34 +22,55 @@ from ..ir.verify import verify as verify_graph
 from .cleanup import cse, dce, fold_constants
 from .freeze import fold_bn
 from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_relu
+from .training import TRAINING, apply_optimizer, differentiate, guard_finite
 
-FORWARD_PASSES = ("fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu")
-INFERENCE_DEFAULT = ["dce", "cse", "fold_constants", "fuse_conv_bn", "fuse_conv_relu", "fuse_linear_relu"]
-TRAINING_DEFAULT = ["fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu", "cse", "dce"]
+
+class Step(NamedTuple):
+    name: str
+    required: bool = False
+
+
+_FUSIONS = [Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("fuse_linear_relu")]
+PIPELINES = {
+    "inference": [Step("dce"), Step("cse"), Step("fold_constants"), *_FUSIONS],
+    "training": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"),
+                 Step("autodiff", True), Step("guard_finite", True), Step("optimizer", True), Step("cse"), Step("dce")],
+    "export": [Step("freeze", True), Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
+}
+OPTIONAL = {s.name for steps in PIPELINES.values() for s in steps if not s.required}
+INFERENCE_DEFAULT = [s.name for s in PIPELINES["inference"]]
 
 
 def pass_table(evaluate=None) -> dict:
     """Name -> ``Graph -> Graph``. ``evaluate(node, arrays)`` runs a node (for folding)."""
     table = {"dce": dce, "cse": cse, "fuse_linear_relu": fuse_linear_relu, "fuse_conv_bn": fuse_conv_bn,
-             "fuse_conv_relu": fuse_conv_relu, "fold_bn": fold_bn}
+             "fuse_conv_relu": fuse_conv_relu, "fold_bn": fold_bn, "autodiff": differentiate,
+             "guard_finite": guard_finite, "optimizer": apply_optimizer}
     if evaluate is not None:
         table["fold_constants"] = partial(fold_constants, evaluate=evaluate)
     return table
 
 
-def resolve(passes, kind: str) -> list[str]:
-    """``"default"`` / ``"none"`` / a list of names -> the list of names to run."""
+def resolve(passes, pipeline: str, skip=()) -> list[str]:
+    """The step names of ``pipeline`` to run: ``"default"`` all, ``"none"`` the required ones,
+    a list of names the required ones plus those named. ``skip`` drops steps (the guard, when
+    ``check_finite=False``)."""
     if passes == "default":
-        return list(TRAINING_DEFAULT if kind == "training" else INFERENCE_DEFAULT)
-    if passes == "none" or passes is None:
-        return []
-    if isinstance(passes, str) or not all(isinstance(p, str) for p in passes):
+        wanted = None
+    elif passes == "none" or passes is None:
+        wanted = set()
+    elif isinstance(passes, str) or not all(isinstance(p, str) for p in passes):
         raise GraphcError(f"passes must be 'default', 'none' or a list of pass names, got {passes!r}")
-    known = set(pass_table(lambda n, a: a)) | {"fold_constants"}
-    unknown = [p for p in passes if p not in known]
-    if unknown:
-        raise GraphcError(f"unknown passes {unknown}; known: {sorted(known)}")
-    return list(passes)
+    else:
+        unknown = [p for p in passes if p not in OPTIONAL]
+        if unknown:
+            raise GraphcError(f"unknown passes {unknown}; known: {sorted(OPTIONAL)}")
+        wanted = set(passes)
+    steps = PIPELINES[pipeline]
+    names = [s.name for s in steps if s.name not in skip and (s.required or wanted is None or s.name in wanted)]
+    if wanted:  # named passes the pipeline does not list run after it, in the order given
+        names += [p for p in passes if p not in names]
+    return names
 
 
 def record(graph: Graph, name: str, nodes_before: int) -> Graph:
@@ -51,9 +79,10 @@ def record(graph: Graph, name: str, nodes_before: int) -> Graph:
     return graph
 
 
-def run_passes(graph: Graph, names: list, evaluate=None, verify: bool = False) -> Graph:
-    """Run the named passes in order; each plan records node counts before/after each pass."""
-    table = pass_table(evaluate)
+def run_passes(graph: Graph, names: list, evaluate=None, verify: bool = False, extra: dict | None = None) -> Graph:
+    """Run the named passes in order; each plan records node counts before/after each pass.
+    ``extra``: passes with their arguments bound (``freeze`` with the weights)."""
+    table = {**pass_table(evaluate), **(extra or {})}
     for name in names:
         if name not in table:
             raise GraphcError(f"pass {name!r} is not available here")
@@ -64,4 +93,11 @@ def run_passes(graph: Graph, names: list, evaluate=None, verify: bool = False) -
                 verify_graph(graph)
             except GraphcError as e:
                 raise GraphcError(f"graph invalid after pass {name!r}: {e.message}", e.where) from None
+    graph.meta.pop(TRAINING, None)  # the training passes' working data is not part of the plan
     return graph
+
+
+def run_pipeline(graph: Graph, pipeline: str, passes="default", evaluate=None, verify: bool = False,
+                 skip=(), extra: dict | None = None) -> Graph:
+    """Run ``pipeline`` (``"inference"``, ``"training"`` or ``"export"``) on ``graph``."""
+    return run_passes(graph, resolve(passes, pipeline, skip), evaluate, verify, extra)
