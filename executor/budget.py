@@ -42,15 +42,16 @@ def check_budget(budget) -> int | None:
     return budget
 
 
-def format_bytes(n: int) -> str:
-    """``1.5 GiB``: the unit that keeps the number short (binary units, as memory is sized).
+def format_bytes(n: int, digits: int = 2) -> str:
+    """``1.50 GiB``: the unit that keeps the number short (binary units, as memory is sized).
+    The one byte formatter of graphc (memory reports, errors, ``graphc inspect``).
 
-    >>> format_bytes(512), format_bytes(3 << 20), format_bytes(2 ** 70)
-    ('512 B', '3.00 MiB', '1048576.00 PiB')
+    >>> format_bytes(512), format_bytes(3 << 20), format_bytes(2 ** 70), format_bytes(1536, digits=1)
+    ('512 B', '3.00 MiB', '1048576.00 PiB', '1.5 KiB')
     """
     for unit, shift in (("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift:
-            return f"{n / (1 << shift):.2f} {unit}"
+            return f"{n / (1 << shift):.{digits}f} {unit}"
     return f"{n} B"
 
 

@@ -3,7 +3,7 @@
 A Graph is SSA: every Value is defined once, by a graph input, a state entry
 (parameter, buffer, optimizer state), a constant, or exactly one node output.
 Nodes are kept in topological order in a plain list, which is what passes walk;
-networkx is used for algorithms only (:meth:`Graph.to_networkx`).
+networkx is used for algorithms (graph layout in ``graphc.viz``), not as this storage.
 """
 from __future__ import annotations
 
@@ -166,20 +166,6 @@ class Graph:
     def root_values(self) -> list[Value]:
         """Values the caller observes: outputs and state updates."""
         return [*self.outputs, *self.updates.values()]
-
-    def to_networkx(self):
-        """A ``networkx.DiGraph`` over node indices (edges follow data flow)."""
-        import networkx as nx
-
-        dg = nx.DiGraph()
-        dg.add_nodes_from(range(len(self.nodes)))
-        producer_index = {id(v): i for i, n in enumerate(self.nodes) for v in n.outputs}
-        for i, n in enumerate(self.nodes):
-            for v in n.inputs:
-                j = producer_index.get(id(v))
-                if j is not None:
-                    dg.add_edge(j, i)
-        return dg
 
     def __str__(self) -> str:
         from .printer import format_graph

@@ -34,14 +34,13 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from .model import VizGraph
-from .style import CLUSTER_FONT, EDGE_FONT, node_size, text_width
+from .style import CLUSTER_FONT, EDGE_FONT, LEAF_KINDS, node_size, text_width
 
 HGAP = 16          # between items side by side
 PAD = 10           # cluster padding (sides and bottom)
 LABEL_H = 17       # cluster title band
 ROW_GAP = 36       # between rows: room for edge labels
 CHANNEL = 8        # half-width kept free above an op for its incoming edge
-LEAF_KINDS = ("input", "param", "buffer", "optim", "const")
 
 
 @dataclass

@@ -23,7 +23,6 @@ PHASE_STYLE = {
     "backward": {"fill": "#ffedd5", "stroke": "#ea580c", "text": "#7c2d12", "label": "backward (autodiff)"},
     "update": {"fill": "#dcfce7", "stroke": "#16a34a", "text": "#14532d", "label": "optimizer update"},
 }
-PHASES = tuple(PHASE_STYLE)
 
 # Small nodes for values no op produces, and for the graph's outputs.
 LEAF_STYLE = {
@@ -34,7 +33,7 @@ LEAF_STYLE = {
     "const": {"fill": "#ffffff", "stroke": "#94a3b8", "text": "#334155", "label": "constant"},
     "output": {"fill": "#334155", "stroke": "#0f172a", "text": "#ffffff", "label": "graph output"},
 }
-LEAF_KINDS = tuple(LEAF_STYLE)
+LEAF_KINDS = tuple(kind for kind in LEAF_STYLE if kind != "output")  # values no op produces
 
 CLUSTER_STYLE = {
     "forward": {"fill": "#f1f5f9", "stroke": "#64748b"},
