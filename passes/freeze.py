@@ -5,6 +5,7 @@ import numpy as np
 
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph, Node, Value
+from ..ir.ops.norm import batch_norm_affine
 from .rewrite import use_counts
 
 
@@ -31,8 +32,7 @@ def fold_bn(graph: Graph) -> Graph:
         if bn.op != "batch_norm" or not all(_const(graph, v) for v in bn.inputs[1:]):
             continue
         gamma, beta, mean, var = (graph.constant_data[v.name].astype(np.float64) for v in bn.inputs[1:])
-        scale = gamma / np.sqrt(var + bn.attrs["eps"])
-        shift = beta - mean * scale
+        scale, shift = batch_norm_affine(np, gamma, beta, mean, var, bn.attrs["eps"])
         src = producers.get(id(bn.inputs[0]))
         foldable = (src is not None and src.op in ("conv2d", "linear") and counts.get(id(src.outputs[0])) == 1
                     and all(_const(graph, v) for v in src.inputs[1:]) and (src.op == "conv2d" or bn.inputs[0].type.rank == 2))

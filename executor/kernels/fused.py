@@ -1,6 +1,7 @@
 """Kernels of the fused ops: linear_relu, conv_bn (eval), conv_bn_train and its backward."""
 from __future__ import annotations
 
+from ...ir.ops.norm import batch_norm_affine
 from .base import writes_out
 from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight
 from .linalg import _linear
@@ -37,8 +38,7 @@ def _conv_bn(xp, spec):
 
     def run(x, w, *rest, out=None):
         gamma, beta, mean, var = rest[-4:]
-        scale = gamma / xp.sqrt(var + eps)
-        shift = beta - mean * scale
+        scale, shift = batch_norm_affine(xp, gamma, beta, mean, var, eps)
         if has_bias:
             shift = shift + rest[0] * scale
         out = conv(x, w, out=out)

@@ -3,6 +3,7 @@ softmax, log_softmax, dropout, one_hot. Per-step scratch arrays are allocated on
 from __future__ import annotations
 
 from ...ir.errors import GraphcError, ShapeError
+from ...ir.ops.norm import batch_norm_affine
 from .base import writes_out
 
 
@@ -32,8 +33,7 @@ def _batch_norm(xp, spec):
     eps = spec.attrs["eps"]
 
     def run(x, w, b, mean, var, out=None):
-        scale = w / xp.sqrt(var + eps)
-        shift = b - mean * scale
+        scale, shift = batch_norm_affine(xp, w, b, mean, var, eps)
         out = xp.multiply(x, scale.reshape(bshape), out=out)
         out += shift.reshape(bshape)
         return out

@@ -12,6 +12,13 @@ EPS = Attr("float", 1e-5, minimum=0, exclusive_minimum=True, maximum=3.402823466
 MOMENTUM = Attr("float", 0.1, minimum=0, maximum=1)  # running = (1 - m) * running + m * batch
 
 
+def batch_norm_affine(xp, weight, bias, mean, var, eps):
+    """Eval-mode batch norm as a per-channel affine map ``y = x * scale + shift``: the one
+    definition its kernel, the fused conv_bn kernel and BN folding (in float64) all use."""
+    scale = weight / xp.sqrt(var + eps)
+    return scale, bias - mean * scale
+
+
 def _check_channel_params(x, params, op):
     need_rank(x, (2, 3, 4), op)
     need_float(x, op)
