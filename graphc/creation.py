@@ -7,7 +7,7 @@ from .dispatch import apply
 from .ir.errors import GraphcError
 from .ir.types import DType
 from .random import generator
-from .tensor import Tensor, _shape_args
+from .tensor import Tensor, shape_args
 
 _DEFAULT_FLOAT = np.float32
 
@@ -44,11 +44,11 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def zeros(*shape, dtype=None) -> Tensor:
-    return Tensor(np.zeros(_shape_args(shape), dtype=_dtype(dtype)))
+    return Tensor(np.zeros(shape_args(shape), dtype=_dtype(dtype)))
 
 
 def ones(*shape, dtype=None) -> Tensor:
-    return Tensor(np.ones(_shape_args(shape), dtype=_dtype(dtype)))
+    return Tensor(np.ones(shape_args(shape), dtype=_dtype(dtype)))
 
 
 def full(shape, value, dtype=None) -> Tensor:
@@ -57,12 +57,12 @@ def full(shape, value, dtype=None) -> Tensor:
 
 def rand(*shape, dtype=None) -> Tensor:
     """Uniform [0, 1) samples from graphc's seeded generator."""
-    return Tensor(generator().random(_shape_args(shape)).astype(_dtype(dtype)))
+    return Tensor(generator().random(shape_args(shape)).astype(_dtype(dtype)))
 
 
 def randn(*shape, dtype=None) -> Tensor:
     """Standard normal samples from graphc's seeded generator."""
-    return Tensor(generator().standard_normal(_shape_args(shape)).astype(_dtype(dtype)))
+    return Tensor(generator().standard_normal(shape_args(shape)).astype(_dtype(dtype)))
 
 
 def zeros_like(t: Tensor, dtype=None) -> Tensor:

@@ -69,7 +69,7 @@ def dims_attr(dims) -> list:
     return [d.sym if isinstance(d, SymInt) else int(d) for d in dims]
 
 
-def _shape_args(args):
+def shape_args(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         return tuple(args[0])
     return tuple(args)
@@ -292,12 +292,12 @@ class Tensor:
 
     # ---- shape ------------------------------------------------------------------
     def reshape(self, *shape):
-        return apply("reshape", [self], {"shape": dims_attr(_shape_args(shape))})
+        return apply("reshape", [self], {"shape": dims_attr(shape_args(shape))})
 
     view = reshape
 
     def permute(self, *dims):
-        return apply("permute", [self], {"perm": list(_shape_args(dims))})
+        return apply("permute", [self], {"perm": list(shape_args(dims))})
 
     def transpose(self, dim0, dim1):
         perm = list(range(self.ndim))
@@ -324,7 +324,7 @@ class Tensor:
         return self.reshape(keep)
 
     def expand(self, *shape):
-        return apply("broadcast_to", [self], {"shape": dims_attr(_shape_args(shape))})
+        return apply("broadcast_to", [self], {"shape": dims_attr(shape_args(shape))})
 
     def __getitem__(self, index):
         from .indexing import getitem

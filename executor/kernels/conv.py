@@ -49,7 +49,7 @@ class _ConvGeometry:
         return im2col(xp, padded, (self.kh, self.kw), self.stride, self.dilation, (self.oh, self.ow))
 
 
-def _conv2d(xp, spec):
+def conv2d_kernel(xp, spec):
     geo = _ConvGeometry(spec, spec.in_types[0], spec.in_types[1], spec.out_types[0])
     n, o, g, k, l = geo.n, geo.o, geo.groups, geo.k, geo.l
     has_bias = len(spec.in_types) == 3
@@ -71,7 +71,7 @@ def _conv2d(xp, spec):
     return writes_out(run)
 
 
-def _conv2d_grad_input(xp, spec):
+def conv2d_grad_input_kernel(xp, spec):
     """Per kernel offset: one GEMM into a reused buffer, then a slice-add into a padded,
     channel-first accumulator (same axis order as the GEMM result: contiguous rows)."""
     geo = _ConvGeometry(spec, spec.out_types[0], spec.in_types[1], spec.in_types[0])
@@ -101,7 +101,7 @@ def _conv2d_grad_input(xp, spec):
     return writes_out(run)
 
 
-def _conv2d_grad_weight(xp, spec):
+def conv2d_grad_weight_kernel(xp, spec):
     """One GEMM per group over all images and pixels: g (O, N*L) @ cols (K, N*L)^T."""
     geo = _ConvGeometry(spec, spec.in_types[1], spec.out_types[0], spec.in_types[0])
     n, o, g, k, l = geo.n, geo.o, geo.groups, geo.k, geo.l
@@ -122,4 +122,4 @@ def _conv2d_grad_weight(xp, spec):
     return writes_out(run)
 
 
-KERNELS = {"conv2d": _conv2d, "conv2d_grad_input": _conv2d_grad_input, "conv2d_grad_weight": _conv2d_grad_weight}
+KERNELS = {"conv2d": conv2d_kernel, "conv2d_grad_input": conv2d_grad_input_kernel, "conv2d_grad_weight": conv2d_grad_weight_kernel}

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from ...ir.ops.norm import batch_norm_affine
 from .base import writes_out
-from .conv import _conv2d, _conv2d_grad_input, _conv2d_grad_weight
-from .linalg import _linear
-from .norm import _batch_norm_train, _batch_norm_train_grad, _outs, channel_layout
+from .conv import conv2d_kernel, conv2d_grad_input_kernel, conv2d_grad_weight_kernel
+from .linalg import linear_kernel
+from .norm import batch_norm_train_kernel, batch_norm_train_grad_kernel, out_buffers, channel_layout
 
 
 def _linear_relu(xp, spec):
-    linear = _linear(xp, spec)
+    linear = linear_kernel(xp, spec)
 
     def run(*args, out=None):
         out = linear(*args, out=out)  # GEMM into the output buffer, bias in place,
@@ -18,7 +18,7 @@ def _linear_relu(xp, spec):
 
 
 def _conv2d_relu(xp, spec):
-    conv = _conv2d(xp, spec)
+    conv = conv2d_kernel(xp, spec)
 
     def run(*args, out=None):
         out = conv(*args, out=out)
@@ -31,7 +31,7 @@ def _sub_spec(spec, in_types, out_types, **attrs):
 
 
 def _conv_bn(xp, spec):
-    conv = _conv2d(xp, _sub_spec(spec, spec.in_types[:2], spec.out_types[:1]))
+    conv = conv2d_kernel(xp, _sub_spec(spec, spec.in_types[:2], spec.out_types[:1]))
     has_bias = len(spec.in_types) == 7
     _, bshape = channel_layout(spec.out_types[0].shape)
     eps, relu = spec.attrs["eps"], spec.attrs["relu"]
@@ -50,12 +50,12 @@ def _conv_bn(xp, spec):
 
 def _conv_bn_train(xp, spec):
     out_t, stat_t = spec.out_types[0], spec.out_types[2]
-    conv = _conv2d(xp, _sub_spec(spec, spec.in_types[:-4], [out_t]))
-    bn = _batch_norm_train(xp, _sub_spec(spec, [out_t, stat_t, stat_t, stat_t, stat_t], [out_t] + [stat_t] * 4))
+    conv = conv2d_kernel(xp, _sub_spec(spec, spec.in_types[:-4], [out_t]))
+    bn = batch_norm_train_kernel(xp, _sub_spec(spec, [out_t, stat_t, stat_t, stat_t, stat_t], [out_t] + [stat_t] * 4))
     relu = spec.attrs["relu"]
 
     def run(x, w, *rest, out=None):
-        y, conv_out, mean, invstd, new_mean, new_var = _outs(xp, spec, out)
+        y, conv_out, mean, invstd, new_mean, new_var = out_buffers(xp, spec, out)
         conv(x, w, *rest[:-4], out=conv_out)
         bn(conv_out, *rest[-4:], out=(y, mean, invstd, new_mean, new_var))
         if relu:
@@ -67,10 +67,10 @@ def _conv_bn_train(xp, spec):
 def _conv_bn_train_grad(xp, spec):
     g_t, x_t, w_t, conv_t, y_t, gamma_t, mean_t, invstd_t = spec.in_types
     a = spec.attrs
-    bn_grad = _batch_norm_train_grad(xp, _sub_spec(spec, [conv_t, conv_t, gamma_t, mean_t, invstd_t],
+    bn_grad = batch_norm_train_grad_kernel(xp, _sub_spec(spec, [conv_t, conv_t, gamma_t, mean_t, invstd_t],
                                                    [conv_t, gamma_t, gamma_t]))
-    grad_w = _conv2d_grad_weight(xp, _sub_spec(spec, [conv_t, x_t], [w_t]))
-    grad_x = _conv2d_grad_input(xp, _sub_spec(spec, [conv_t, w_t], [x_t])) if a["input_grad"] else None
+    grad_w = conv2d_grad_weight_kernel(xp, _sub_spec(spec, [conv_t, x_t], [w_t]))
+    grad_x = conv2d_grad_input_kernel(xp, _sub_spec(spec, [conv_t, w_t], [x_t])) if a["input_grad"] else None
     relu, has_bias = a["relu"], a["has_bias"]
     dtype = conv_t.dtype.numpy
     masked = xp.empty(conv_t.shape, dtype=dtype)
@@ -78,7 +78,7 @@ def _conv_bn_train_grad(xp, spec):
     g_conv = xp.empty(conv_t.shape, dtype=dtype)
 
     def run(g, x, w, conv_out, y, gamma, mean, invstd, out=None):
-        outs = list(_outs(xp, spec, out))
+        outs = list(out_buffers(xp, spec, out))
         if relu:
             xp.greater(y, 0, out=positive)
             g = xp.multiply(g, positive, out=masked)

@@ -22,7 +22,7 @@ def reduced_count(shape, axes) -> int:
     return count
 
 
-def _outs(xp, spec, out):
+def out_buffers(xp, spec, out):
     if out is not None:
         return out
     return tuple(xp.empty(t.shape, dtype=t.dtype.numpy) for t in spec.out_types)
@@ -40,7 +40,7 @@ def _batch_norm(xp, spec):
     return writes_out(run)
 
 
-def _batch_norm_train(xp, spec):
+def batch_norm_train_kernel(xp, spec):
     shape = spec.in_types[0].shape
     axes, bshape = channel_layout(shape)
     eps, momentum = spec.attrs["eps"], spec.attrs["momentum"]
@@ -52,7 +52,7 @@ def _batch_norm_train(xp, spec):
     centered = xp.empty(shape, dtype=dtype)
 
     def run(x, w, b, running_mean, running_var, out=None):
-        y, mean, invstd, new_mean, new_var = _outs(xp, spec, out)
+        y, mean, invstd, new_mean, new_var = out_buffers(xp, spec, out)
         x.mean(axis=axes, out=mean)
         xp.subtract(x, mean.reshape(bshape), out=centered)
         xp.multiply(centered, centered, out=y)  # y is scratch until the last two lines
@@ -68,7 +68,7 @@ def _batch_norm_train(xp, spec):
     return writes_out(run)
 
 
-def _batch_norm_train_grad(xp, spec):
+def batch_norm_train_grad_kernel(xp, spec):
     shape = spec.in_types[1].shape
     axes, bshape = channel_layout(shape)
     count = reduced_count(shape, axes)
@@ -76,7 +76,7 @@ def _batch_norm_train_grad(xp, spec):
     xhat = xp.empty(shape, dtype=dtype)
 
     def run(g, x, w, mean, invstd, out=None):
-        gx, gw, gb = _outs(xp, spec, out)
+        gx, gw, gb = out_buffers(xp, spec, out)
         xp.subtract(x, mean.reshape(bshape), out=xhat)
         xp.multiply(xhat, invstd.reshape(bshape), out=xhat)
         g.sum(axis=axes, out=gb)
@@ -100,7 +100,7 @@ def _softmax(xp, spec):
     axis = _softmax_axis(spec)
 
     def run(x, out=None):
-        out = _outs(xp, spec, None)[0] if out is None else out
+        out = out_buffers(xp, spec, None)[0] if out is None else out
         e = xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
         xp.exp(e, out=e)
         e /= e.sum(axis=axis, keepdims=True)
@@ -112,7 +112,7 @@ def _log_softmax(xp, spec):
     axis = _softmax_axis(spec)
 
     def run(x, out=None):
-        out = _outs(xp, spec, None)[0] if out is None else out
+        out = out_buffers(xp, spec, None)[0] if out is None else out
         shifted = xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
         shifted -= xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
         return shifted
@@ -130,7 +130,7 @@ def _dropout(xp, spec):
     on_host = xp.__name__ == "numpy"
 
     def run(x, out=None):
-        y, mask = _outs(xp, spec, out)
+        y, mask = out_buffers(xp, spec, out)
         if on_host:
             rng.random(shape, dtype=dtype, out=draws)
         else:  # the plan's one generator also drives GPU plans: same masks on every device
@@ -155,5 +155,5 @@ def _one_hot(xp, spec):
     return run
 
 
-KERNELS = {"one_hot": _one_hot, "batch_norm": _batch_norm, "batch_norm_train": _batch_norm_train, "batch_norm_train_grad": _batch_norm_train_grad,
+KERNELS = {"one_hot": _one_hot, "batch_norm": _batch_norm, "batch_norm_train": batch_norm_train_kernel, "batch_norm_train_grad": batch_norm_train_grad_kernel,
            "softmax": _softmax, "log_softmax": _log_softmax, "dropout": _dropout}

@@ -9,10 +9,10 @@ from ._shapes import check_pairs, expect_same, need_float, need_rank, need_stati
 
 _WINDOW = {"stride": Attr("ints", (1, 1), minimum=1), "padding": Attr("ints", (0, 0), minimum=0),
            "dilation": Attr("ints", (1, 1), minimum=1)}
-_CONV = {**_WINDOW, "groups": Attr("int", 1, minimum=1)}
+CONV_ATTRS = {**_WINDOW, "groups": Attr("int", 1, minimum=1)}
 
 
-def _conv2d(in_types, attrs):
+def conv2d_rule(in_types, attrs):
     check_pairs(attrs, "conv2d", {"stride": 1, "padding": 0, "dilation": 1})
     x, w = in_types[:2]
     need_same_float(x, w, "conv2d")
@@ -34,10 +34,10 @@ def _conv2d(in_types, attrs):
 
 
 def _window_attrs(attrs) -> dict:
-    return {k: attrs[k] for k in _CONV}
+    return {k: attrs[k] for k in CONV_ATTRS}
 
 
-def _vjp_conv2d(b, node, cts, needs):
+def conv2d_vjp(b, node, cts, needs):
     x, w = node.inputs[:2]
     g = cts[0]
     attrs = _window_attrs(node.attrs)
@@ -52,20 +52,20 @@ def _vjp_conv2d(b, node, cts, needs):
 def _conv2d_grad_input(in_types, attrs):
     g, w = in_types
     x = TensorType(tuple(attrs["input_shape"]), g.dtype)
-    expect_same(g, _conv2d([x, w], attrs)[0], "conv2d_grad_input", "cotangent")
+    expect_same(g, conv2d_rule([x, w], attrs)[0], "conv2d_grad_input", "cotangent")
     return [x]
 
 
 def _conv2d_grad_weight(in_types, attrs):
     g, x = in_types
     w = TensorType(tuple(attrs["weight_shape"]), g.dtype)
-    expect_same(g, _conv2d([x, w], attrs)[0], "conv2d_grad_weight", "cotangent")
+    expect_same(g, conv2d_rule([x, w], attrs)[0], "conv2d_grad_weight", "cotangent")
     return [w]
 
 
-register(OpDef("conv2d", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d, promotes_inputs=True,
+register(OpDef("conv2d", conv2d_rule, attrs=CONV_ATTRS, inputs=(2, 3), vjp=conv2d_vjp, promotes_inputs=True,
                doc="NCHW convolution, weight (out, in/groups, kH, kW)"))
-register(OpDef("conv2d_grad_input", _conv2d_grad_input, attrs={**_CONV, "input_shape": Attr("dims")},
+register(OpDef("conv2d_grad_input", _conv2d_grad_input, attrs={**CONV_ATTRS, "input_shape": Attr("dims")},
                inputs=(2, 2), doc="(g, w) -> dL/dx of conv2d"))
-register(OpDef("conv2d_grad_weight", _conv2d_grad_weight, attrs={**_CONV, "weight_shape": Attr("ints", minimum=1)},
+register(OpDef("conv2d_grad_weight", _conv2d_grad_weight, attrs={**CONV_ATTRS, "weight_shape": Attr("ints", minimum=1)},
                inputs=(2, 2), doc="(g, x) -> dL/dw of conv2d"))

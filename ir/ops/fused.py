@@ -13,20 +13,20 @@ from __future__ import annotations
 
 from ..errors import GraphcError
 from ..registry import Attr, OpDef, register
-from .conv import _CONV, _conv2d, _vjp_conv2d
-from .linalg import _linear, _vjp_linear
-from .norm import EPS, MOMENTUM, _check_channel_params
+from .conv import CONV_ATTRS, conv2d_rule, conv2d_vjp
+from .linalg import linear_rule, linear_vjp
+from .norm import EPS, MOMENTUM, check_channel_params
 
 _BN = {"eps": EPS, "relu": Attr("bool", False)}
 
 
 def _vjp_linear_relu(b, node, cts, needs):
     g = b.emit1("relu_grad", [cts[0], node.outputs[0]])
-    return _vjp_linear(b, node, [g], needs)
+    return linear_vjp(b, node, [g], needs)
 
 
 def _vjp_conv2d_relu(b, node, cts, needs):
-    return _vjp_conv2d(b, node, [b.emit1("relu_grad", [cts[0], node.outputs[0]])], needs)
+    return conv2d_vjp(b, node, [b.emit1("relu_grad", [cts[0], node.outputs[0]])], needs)
 
 
 def _split_conv_bn_inputs(in_types_or_values):
@@ -36,23 +36,23 @@ def _split_conv_bn_inputs(in_types_or_values):
 
 def _conv_bn(in_types, attrs):
     conv, bn = _split_conv_bn_inputs(in_types)
-    out = _conv2d(conv, attrs)[0]
-    _check_channel_params(out, bn, "conv_bn")
+    out = conv2d_rule(conv, attrs)[0]
+    check_channel_params(out, bn, "conv_bn")
     return [out]
 
 
 def _vjp_conv_bn(b, node, cts, needs):
     """Eval-form BN is a per-channel affine map: scale the cotangent, then the conv grads.
     dgamma needs the normalised conv output, recomputed here (frozen-BN fine-tuning only)."""
-    from .norm import _per_channel
+    from .norm import per_channel
     from ._vjp import scalar
 
     conv, (gamma, beta, mean, var) = _split_conv_bn_inputs(node.inputs)
     y, x, w = node.outputs[0], conv[0], conv[1]
     g = b.emit1("relu_grad", [cts[0], y]) if node.attrs["relu"] else cts[0]
     invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, node.attrs["eps"], var.type.dtype)])])
-    g_conv = b.emit1("mul", [g, _per_channel(b, b.emit1("mul", [gamma, invstd]), y.type)])
-    window = {k: node.attrs[k] for k in _CONV}
+    g_conv = b.emit1("mul", [g, per_channel(b, b.emit1("mul", [gamma, invstd]), y.type)])
+    window = {k: node.attrs[k] for k in CONV_ATTRS}
     grads = [b.emit1("conv2d_grad_input", [g_conv, w], {**window, "input_shape": list(x.type.shape)}) if needs[0] else None,
              b.emit1("conv2d_grad_weight", [g_conv, x], {**window, "weight_shape": list(w.type.shape)}) if needs[1] else None]
     if len(conv) == 3:
@@ -61,7 +61,7 @@ def _vjp_conv_bn(b, node, cts, needs):
     ggamma = gmean = gvar = None
     if needs[k] or needs[k + 3]:  # both need sum(g * (conv_out - mean)): recompute conv_out
         conv_out = b.emit1("conv2d", list(conv), window)
-        centered = b.emit1("sub", [conv_out, _per_channel(b, mean, y.type)])
+        centered = b.emit1("sub", [conv_out, per_channel(b, mean, y.type)])
         dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": [0, 2, 3]})
         if needs[k]:
             ggamma = b.emit1("mul", [dot, invstd])
@@ -76,8 +76,8 @@ def _vjp_conv_bn(b, node, cts, needs):
 
 def _conv_bn_train(in_types, attrs):
     conv, bn = _split_conv_bn_inputs(in_types)
-    out = _conv2d(conv, attrs)[0]
-    stat = _check_channel_params(out, bn, "conv_bn_train")
+    out = conv2d_rule(conv, attrs)[0]
+    stat = check_channel_params(out, bn, "conv_bn_train")
     return [out, out, stat, stat, stat, stat]
 
 
@@ -87,7 +87,7 @@ def _vjp_conv_bn_train(b, node, cts, needs):
     conv, bn = _split_conv_bn_inputs(node.inputs)
     has_bias = len(conv) == 3
     y, conv_out, mean, invstd = node.outputs[:4]
-    attrs = {k: node.attrs[k] for k in _CONV}
+    attrs = {k: node.attrs[k] for k in CONV_ATTRS}
     attrs.update(relu=node.attrs["relu"], input_grad=needs[0], has_bias=has_bias)
     grads = b.emit("conv_bn_train_grad", [cts[0], conv[0], conv[1], conv_out, y, bn[0], mean, invstd], attrs)
     gx = grads.pop(0) if needs[0] else None
@@ -99,11 +99,11 @@ def _vjp_conv_bn_train(b, node, cts, needs):
 
 def _conv_bn_train_grad(in_types, attrs):
     g, x, w, conv_out, y, gamma, mean, invstd = in_types
-    out = _conv2d([x, w], attrs)[0]
+    out = conv2d_rule([x, w], attrs)[0]
     for what, t in (("cotangent", g), ("conv output", conv_out), ("output", y)):
         if t.shape != out.shape:
             raise GraphcError(f"conv_bn_train_grad: {what} {t} does not match the convolution's {out}")
-    _check_channel_params(out, [gamma, mean, invstd], "conv_bn_train_grad")
+    check_channel_params(out, [gamma, mean, invstd], "conv_bn_train_grad")
     outs = [x] if attrs["input_grad"] else []
     outs.append(w)
     if attrs["has_bias"]:
@@ -111,15 +111,15 @@ def _conv_bn_train_grad(in_types, attrs):
     return outs + [gamma, gamma]
 
 
-register(OpDef("linear_relu", _linear, inputs=(2, 3), vjp=_vjp_linear_relu, promotes_inputs=True,
+register(OpDef("linear_relu", linear_rule, inputs=(2, 3), vjp=_vjp_linear_relu, promotes_inputs=True,
                doc="relu(x @ w.T + b) in one kernel (fused by fuse_linear_relu)"))
-register(OpDef("conv2d_relu", _conv2d, attrs=_CONV, inputs=(2, 3), vjp=_vjp_conv2d_relu,
+register(OpDef("conv2d_relu", conv2d_rule, attrs=CONV_ATTRS, inputs=(2, 3), vjp=_vjp_conv2d_relu,
                doc="relu(conv2d(x, w, b)) in one kernel (fused by fuse_conv_relu, e.g. after BN folding)"))
-register(OpDef("conv_bn", _conv_bn, attrs={**_CONV, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn, promotes_inputs=True,
+register(OpDef("conv_bn", _conv_bn, attrs={**CONV_ATTRS, **_BN}, inputs=(6, 7), vjp=_vjp_conv_bn, promotes_inputs=True,
                doc="eval form: (x, w, [b], gamma, beta, running_mean, running_var) -> y"))
-register(OpDef("conv_bn_train", _conv_bn_train, attrs={**_CONV, **_BN, "momentum": MOMENTUM}, inputs=(6, 7),
+register(OpDef("conv_bn_train", _conv_bn_train, attrs={**CONV_ATTRS, **_BN, "momentum": MOMENTUM}, inputs=(6, 7),
                vjp=_vjp_conv_bn_train, promotes_inputs=True, differentiable_outputs=(0,),
                doc="training form: (x, w, [b], gamma, beta, rm, rv) -> (y, conv_out, mean, invstd, new_rm, new_rv)"))
 register(OpDef("conv_bn_train_grad", _conv_bn_train_grad,
-               attrs={**_CONV, "relu": Attr("bool"), "input_grad": Attr("bool"), "has_bias": Attr("bool")},
+               attrs={**CONV_ATTRS, "relu": Attr("bool"), "input_grad": Attr("bool"), "has_bias": Attr("bool")},
                inputs=(8, 8), doc="(g, x, w, conv_out, y, gamma, mean, invstd) -> ([dx], dw, [db], dgamma, dbeta)"))

@@ -65,7 +65,7 @@ def need_same_float(x, w, op: str) -> None:
                          f"(x.astype(np.{w.dtype.name})) or the model (model.to(gc.{x.dtype.name}))")
 
 
-def _linear(in_types, attrs):
+def linear_rule(in_types, attrs):
     x, w = in_types[:2]
     need_same_float(x, w, "linear")
     need_rank(w, (2,), "linear", "weight")
@@ -84,7 +84,7 @@ def _rows(b, v):
     return b.emit1("reshape", [v], {"shape": [numel(v.type.shape[:-1]), v.type.shape[-1]]})
 
 
-def _vjp_linear(b, node, cts, needs):
+def linear_vjp(b, node, cts, needs):
     x, w = node.inputs[:2]
     g = cts[0]
     gx = b.emit1("matmul", [g, w]) if needs[0] else None
@@ -97,5 +97,5 @@ def _vjp_linear(b, node, cts, needs):
 
 register(OpDef("matmul", _matmul, inputs=(2, 2), vjp=_vjp_matmul, promotes_inputs=True,
                doc="numpy matmul semantics, batched"))
-register(OpDef("linear", _linear, inputs=(2, 3), vjp=_vjp_linear, promotes_inputs=True,
+register(OpDef("linear", linear_rule, inputs=(2, 3), vjp=linear_vjp, promotes_inputs=True,
                doc="x @ w.T (+ b); w is (out, in)"))

@@ -19,7 +19,7 @@ def batch_norm_affine(xp, weight, bias, mean, var, eps):
     return scale, bias - mean * scale
 
 
-def _check_channel_params(x, params, op):
+def check_channel_params(x, params, op):
     need_rank(x, (2, 3, 4), op)
     need_float(x, op)
     c = x.shape[1]
@@ -33,13 +33,13 @@ def _channel_axes(x_type) -> list:
     return [0] + list(range(2, x_type.rank))
 
 
-def _per_channel(b, v, x_type):
+def per_channel(b, v, x_type):
     """Reshape a (C,) value to broadcast against x: (1, C, 1, 1) for NCHW."""
     return b.emit1("reshape", [v], {"shape": [1, x_type.shape[1]] + [1] * (x_type.rank - 2)})
 
 
 def _batch_norm(in_types, attrs):
-    _check_channel_params(in_types[0], in_types[1:], "batch_norm")
+    check_channel_params(in_types[0], in_types[1:], "batch_norm")
     return [in_types[0]]
 
 
@@ -48,11 +48,11 @@ def _vjp_batch_norm(b, node, cts, needs):
     g, t = cts[0], x.type
     axes = _channel_axes(t)
     invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, node.attrs["eps"], var.type.dtype)])])
-    centered = b.emit1("sub", [x, _per_channel(b, mean, t)])
+    centered = b.emit1("sub", [x, per_channel(b, mean, t)])
     g_sum = b.emit1("sum", [g], {"dims": axes})
     g_dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": axes})  # sum(g * (x - mean))
     scale = b.emit1("mul", [w, invstd])
-    grads = [b.emit1("mul", [g, _per_channel(b, scale, t)]) if needs[0] else None,
+    grads = [b.emit1("mul", [g, per_channel(b, scale, t)]) if needs[0] else None,
              b.emit1("mul", [g_dot, invstd]) if needs[1] else None,
              g_sum if needs[2] else None,
              b.emit1("neg", [b.emit1("mul", [g_sum, scale])]) if needs[3] else None, None]
@@ -63,7 +63,7 @@ def _vjp_batch_norm(b, node, cts, needs):
 
 
 def _batch_norm_train(in_types, attrs):
-    stat = _check_channel_params(in_types[0], in_types[1:], "batch_norm_train")
+    stat = check_channel_params(in_types[0], in_types[1:], "batch_norm_train")
     return [in_types[0], stat, stat, stat, stat]
 
 
@@ -80,7 +80,7 @@ def _batch_norm_train_grad(in_types, attrs):
     g, x = in_types[:2]
     if g.shape != x.shape:
         raise ShapeError(f"batch_norm_train_grad: cotangent {g} does not match input {x}")
-    stat = _check_channel_params(x, in_types[2:], "batch_norm_train_grad")
+    stat = check_channel_params(x, in_types[2:], "batch_norm_train_grad")
     return [x, stat, stat]
 
 
