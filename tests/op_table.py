@@ -46,7 +46,7 @@ def ints(lo, hi, *shape):
 
 
 def bools(*shape):
-    return _RNG.random(shape) < 0.5
+    return np.asarray(_RNG.random(shape) < 0.5)  # an array even for shape (): numpy returns a scalar
 
 
 def fortran(a):
@@ -187,6 +187,7 @@ def _binary_samples(fn, lhs, rhs, out=None, int_lhs=(-5, 6), int_rhs=(-5, 6), **
         S([lhs(1, 4), rhs(3, 1)], ref, "batch1-broadcast", dynamic=False, **kw),
         S([ints(*int_lhs, 3, 4), ints(*int_rhs, 3, 4)], ref, "int64", grad=False, **kw),
         S([ints(*int_lhs, 3, 4), rhs(4)], ref, "int64-f32-promotes", **kw),
+        S([lhs(), rhs()], ref, "0d", **kw),
     ]
 
 
@@ -225,6 +226,7 @@ def _compare_samples(fn, bool_ok):
         S([fortran(randn(4, 3)), strided(randn(4, 3))], ref, "noncontig", grad=False),
         S([randn(1, 4), randn(1, 4)], ref, "batch1", grad=False),
         S([randn(3), np.array(0.0, F32)], ref, "scalar-rhs", grad=False),
+        S([randn(), randn()], ref, "0d", grad=False),
     ]
     if bool_ok:
         samples.append(S([bools(2, 3), bools(2, 3)], ref, "bool", grad=False))
@@ -258,6 +260,7 @@ def _other_elementwise():
         S([bools(2, 3), randn(2, 3, dtype=F64), randn(2, 3, dtype=F64)], _where_ref, "f64"),
         S([fortran(bools(4, 3)), fortran(randn(4, 3)), strided(randn(4, 3))], _where_ref, "noncontig"),
         S([bools(1, 4), randn(1, 4), randn(1, 4)], _where_ref, "batch1"),
+        S([bools(), randn(), randn()], _where_ref, "0d"),
     ]
     nz = nonzero(3, 4)
     lr = [
@@ -266,6 +269,7 @@ def _other_elementwise():
         S([nonzero(2, 3, dtype=F64)], _leaky_ref, "f64", {"negative_slope": 0.1}),
         S([fortran(nonzero(4, 3))], _leaky_ref, "noncontig", {"negative_slope": 0.3}),
         S([nonzero(1, 6)], _leaky_ref, "batch1"),
+        S([nonzero()], _leaky_ref, "0d", {"negative_slope": 0.2}),
     ]
     whole = np.array([[-2.75, -1.5, -0.25, 0.0], [0.25, 1.5, 2.75, 3.0]], F32)  # no .5 rounding ties
     cast = [
@@ -278,6 +282,7 @@ def _other_elementwise():
         S([ints(-2, 3, 2, 3)], _cast_ref, "int64-to-bool", {"dtype": "bool"}, grad=False),
         S([fortran(randn(4, 3))], _cast_ref, "noncontig", {"dtype": "float64"}),
         S([randn(1, 3, dtype=F64)], _cast_ref, "batch1", {"dtype": "float32"}),
+        S([randn()], _cast_ref, "0d", {"dtype": "float64"}),
     ]
     lnot = [
         S([bools(3, 4)], ew(np.logical_not), "2d", grad=False),
@@ -315,6 +320,7 @@ def _reduce_samples(kind):
         S([gen(2, 3, dtype=F64)], ref, "f64", {"dims": (0,)}),
         S([fortran(gen(4, 3))], ref, "noncontig", {"dims": (1,)}),
         S([gen(1, 4)], ref, "batch1", {"dims": (1,)}),
+        S([gen()], ref, "0d"),
     ]
     if kind != "mean":
         samples.append(S([ints(-5, 6, 3, 4)], ref, "int64", {"dims": (1,)}, grad=False))
@@ -343,6 +349,23 @@ def _argmax_samples():
         S([np.array([[3, 9, 1], [7, 2, 8]], I64)], r, "int64", {"dim": 1}, grad=False),
         S([fortran(distinct(4, 3))], r, "noncontig", {"dim": 1}, grad=False),
         S([distinct(1, 6)], r, "batch1", {"dim": 1}, grad=False),
+        S([distinct()], r, "0d", grad=False),
+    ]
+
+
+def _finite_ref(ins, attrs):
+    return [np.array(True)]  # finite inputs pass; tests/test_nonfinite.py covers the raising
+
+
+def _assert_finite_samples():
+    r = _finite_ref
+    return [
+        S([randn(3, 4)], r, "one", {"names": ["x"]}, grad=False),
+        S([randn(2, 3), randn(2, dtype=F64), np.array(1.5, F32)], r, "mixed", {"names": ["a", "b", "c"]},
+          grad=False, dynamic=False),
+        S([fortran(randn(4, 3))], r, "noncontig", {"names": ["x"]}, grad=False),
+        S([randn(1, 4)], r, "batch1", {"names": ["x"]}, grad=False),
+        S([randn()], r, "0d", {"names": ["loss"]}, grad=False),
     ]
 
 
@@ -404,6 +427,7 @@ def _shape_table():
         S([randn(2, 3, dtype=F64)], rs, "f64", {"shape": (-1, 1, 3)}),
         S([ints(0, 9, 4, 3)], rs, "int64", {"shape": (-1, 2)}, grad=False, dynamic=False),
         S([randn(1, 6)], rs, "batch1", {"shape": (1, 2, 3)}, dynamic=False),
+        S([randn()], rs, "0d-to-1d", {"shape": (-1,)}),
     ]
     b4 = randn(2, 3, 2, 2)
     t["flatten"] = [
@@ -424,6 +448,7 @@ def _shape_table():
         S([randn(2, 3, dtype=F64)], pm, "f64", {"perm": (1, 0)}),
         S([ints(0, 9, 2, 3)], pm, "int64", {"perm": (1, 0)}, grad=False),
         S([randn(1, 2, 3)], pm, "batch1", {"perm": (0, 2, 1)}),
+        S([randn()], pm, "0d", {"perm": ()}),
     ]
     t["concat"] = [
         S([randn(2, 3), randn(3, 3)], cc, "dim0", {"dim": 0}, dynamic=False),
@@ -483,6 +508,7 @@ def build_table() -> dict:
     for kind in ("sum", "mean", "max"):
         table[kind] = _reduce_samples(kind)
     table["argmax"] = _argmax_samples()
+    table["assert_finite"] = _assert_finite_samples()
     from op_table_nn import backward_table, fused_table, nn_table  # needs the helpers above: import here
 
     table.update(nn_table())

@@ -134,10 +134,10 @@ def _dropout_check(ins, attrs, outs):
 
 def _softmax_ref(log):
     def ref(ins, attrs):
-        x, dim = ins[0].astype(F64), attrs["dim"]
+        x, dim = np.atleast_1d(ins[0].astype(F64)), attrs["dim"]  # a 0-d input is one class
         z = x - x.max(axis=dim, keepdims=True)
         lse = np.log(np.exp(z).sum(axis=dim, keepdims=True))
-        return [(z - lse if log else np.exp(z - lse)).astype(ins[0].dtype)]
+        return [(z - lse if log else np.exp(z - lse)).reshape(ins[0].shape).astype(ins[0].dtype)]
     return ref
 
 
@@ -258,6 +258,7 @@ def nn_table():
         S([randn(3, 5)], None, "p0-keeps-all", {"p": 0.0}, check=_dropout_check, grad=False),
         S([fortran(randn(8, 8))], None, "noncontig", {"p": 0.3}, check=_dropout_check, grad=False),
         S([randn(1, 64)], None, "batch1-default-p", check=_dropout_check, grad=False),
+        S([randn()], None, "0d", {"p": 0.5}, check=_dropout_check, grad=False),
     ]
     for op, log in (("softmax", False), ("log_softmax", True)):
         r = _softmax_ref(log)
@@ -269,6 +270,7 @@ def nn_table():
             S([randn(2, 5, dtype=F64)], r, "f64", {"dim": 1}),
             S([fortran(randn(4, 3))], r, "noncontig", {"dim": 1}),
             S([randn(1, 6)], r, "batch1", {"dim": -1}),
+            S([randn()], r, "0d", {"dim": 0}),
         ]
     oh = _one_hot_ref
     t["one_hot"] = [
@@ -278,6 +280,7 @@ def nn_table():
         S([ints(0, 3, 4)], oh, "bool", {"num_classes": 3, "dtype": "bool"}, grad=False),
         S([strided(ints(0, 4, 6))], oh, "noncontig", {"num_classes": 4}, grad=False),
         S([np.array([2])], oh, "batch1", {"num_classes": 3}, grad=False),
+        S([np.array(2)], oh, "0d", {"num_classes": 3}, grad=False),
     ]
     return t
 
@@ -449,6 +452,7 @@ def backward_table():
             S([randn(2, 3, 4, dtype=F64), y(2, 3, 4, dtype=F64)], r, "f64"),
             S([fortran(randn(4, 3)), strided(y(4, 3))], r, "noncontig"),
             S([randn(1, 5), y(1, 5)], r, "batch1"),
+            S([randn(), y()], r, "0d"),
         ]
     rg = _reduce_grad_ref
     t["reduce_grad"] = [
@@ -484,6 +488,9 @@ def backward_table():
         attrs = {"slices": slices, "drop": drop, "shape": shape}
         t["slice_grad"].append(S([fortran(g) if desc == "noncontig" else g], _slice_grad_ref, desc, attrs,
                                  traced_attrs={**attrs, "shape": ("N",) + shape[1:]}))
+    # x[2] of a vector: the gradient arriving is 0-d
+    t["slice_grad"].append(S([randn()], _slice_grad_ref, "0d-from-index", {"slices": [(2, None, 1)], "drop": (0,),
+                                                                           "shape": (5,)}, dynamic=False))
     t["conv2d_grad_input"] = _conv_grad_samples(_conv_grad_input_ref, "w", "input_shape")
     t["conv2d_grad_weight"] = _conv_grad_samples(_conv_grad_weight_ref, "x", "weight_shape")
     mp = []

@@ -9,7 +9,6 @@ import pytest
 
 import graphc as gc
 from graphc import nn
-from conftest import requires_torch
 
 TOL = 1e-6  # max abs difference allowed between eager and compiled (same kernels, float32)
 COMPILE_BATCH = 64
@@ -330,23 +329,29 @@ def _torch_twins():
     }
 
 
-@requires_torch
 @pytest.mark.parametrize("kind", sorted(MODELS))
-def test_state_dict_keys_match_torch(kind):
-    import torch
+def test_state_dict_keys_match_torch(kind, torch_ref):
+    x = batch(6, 13)
 
-    tmodel = _torch_twins()[kind]
+    def torch_side():  # torch's own (freshly initialised) state_dict and its eval output on x
+        import torch
+
+        torch.manual_seed(0)
+        tmodel = _torch_twins()[kind]
+        with torch.no_grad():
+            out = tmodel.eval()(torch.from_numpy(x))
+        return {"out": out, **{f"state.{k}": v.numpy() for k, v in tmodel.state_dict().items()}}
+
+    ref = torch_ref([kind, x], torch_side)
+    tsd = {k[len("state."):]: v for k, v in ref.items() if k.startswith("state.")}  # in torch's order
     model = build(kind)
-    gsd, tsd = model.state_dict(), tmodel.state_dict()
+    gsd = model.state_dict()
     assert list(gsd) == list(tsd)
     assert {k: tuple(v.shape) for k, v in gsd.items()} == {k: tuple(v.shape) for k, v in tsd.items()}
     # torch's weights load and the compiled plan then agrees with torch itself (eval mode)
-    model.load_state_dict({k: v.numpy() for k, v in tsd.items()})
+    model.load_state_dict({k: np.array(v, copy=True) for k, v in tsd.items()})
     plan = gc.compile(model.eval(), example_inputs=(batch(COMPILE_BATCH),))
-    x = batch(6, 13)
-    with torch.no_grad():
-        want = tmodel.eval()(torch.from_numpy(x)).numpy()
-    assert max_abs_diff(plan(x), want) <= 1e-5
+    assert max_abs_diff(plan(x), ref["out"]) <= 1e-5
     assert sorted(plan.state_dict()) == sorted(tsd)
 
 

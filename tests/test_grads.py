@@ -24,7 +24,7 @@ CASES = [(op, i, s) for op, samples in sorted(OP_TABLE.items()) if REGISTRY[op].
 
 
 def _as_f64(a):
-    return np.ascontiguousarray(a, dtype=np.float64) if a.dtype.kind == "f" else np.array(a)
+    return np.array(a, dtype=np.float64, order="C") if a.dtype.kind == "f" else np.array(a)  # keeps 0-d 0-d
 
 
 def _build(op, sample, rng):

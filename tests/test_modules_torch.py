@@ -1,9 +1,15 @@
 """Every nn module and loss of DESIGN section 2, forward against PyTorch with identical weights.
 
 Each case builds the graphc module and the torch module from the *same* constructor call
-(the signatures are meant to match), copies the weights across (graphc -> torch for some
-cases, torch -> graphc for others, both for the parameterised layers), runs both in train
-and in eval mode and compares outputs and, for BatchNorm, the buffers after the forward.
+(the signatures are meant to match) and makes both hold the same randomised state: graphc's
+copied into torch ("gc->torch") or torch's ``state_dict``, converted with ``.numpy()``, loaded
+into graphc ("torch->gc"). Both run in train or eval mode; outputs and, for BatchNorm, the
+buffers after every forward are compared.
+
+torch's side of each comparison is a function from numpy inputs to numpy outputs run through
+the ``torch_ref`` fixture: live where torch is installed, else PyTorch 2.13's recorded
+outputs (tests/torch_refs.py). Facts that need torch objects (state_dict keys and shapes,
+submodule types, parameter names) are recorded the same way.
 """
 from __future__ import annotations
 
@@ -14,15 +20,14 @@ import pytest
 
 import graphc as gc
 from graphc import nn
-from conftest import HAVE_TORCH, requires_torch
+from conftest import HAVE_TORCH
 
 if HAVE_TORCH:
     import torch
 
-pytestmark = requires_torch
-
 TOL = 1e-5  # max abs difference allowed between graphc and PyTorch, float32 everywhere
 SEED = 0
+STATE_SEED = 1  # randomize_state's generator, on whichever side the state starts
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -31,10 +36,9 @@ def max_abs_diff(a, b) -> float:
     return float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
-def assert_close(gc_out, torch_out, tol=TOL, what="output"):
-    """Same shape, float32, and max |gc - torch| <= tol."""
+def assert_close(gc_out, want, tol=TOL, what="output"):
+    """Same shape, float32, and max |gc - torch| <= tol (``want``: torch's output as numpy)."""
     got = gc_out.numpy() if isinstance(gc_out, gc.Tensor) else np.asarray(gc_out)
-    want = torch_out.detach().numpy() if isinstance(torch_out, torch.Tensor) else np.asarray(torch_out)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != torch {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch {want.dtype}"
     assert np.all(np.isfinite(got) == np.isfinite(want)), f"{what}: non-finite values differ"
@@ -42,22 +46,12 @@ def assert_close(gc_out, torch_out, tol=TOL, what="output"):
     assert diff <= tol, f"{what}: max abs diff {diff:.3g} > {tol}"
 
 
-def gc_to_torch(gm, tm):
-    """Load graphc's state into the torch module (torch.from_numpy on copies)."""
-    tm.load_state_dict({k: torch.from_numpy(np.array(v, copy=True)) for k, v in gm.state_dict().items()})
-
-
-def torch_to_gc(tm, gm):
-    """Load torch's state_dict, converted with .numpy(), into the graphc module."""
-    result = gm.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
-    assert list(result.missing_keys) == [] and list(result.unexpected_keys) == []
-
-
-def assert_same_state(gm, tm, tol=TOL):
-    gsd, tsd = gm.state_dict(), tm.state_dict()
+def assert_same_state(gm, tsd: dict, tol=TOL):
+    """graphc's state_dict against torch's (as numpy): keys in order, shapes, dtypes, values."""
+    gsd = gm.state_dict()
     assert list(gsd) == list(tsd), "state_dict keys (and their order) differ from torch's"
-    for key, tv in tsd.items():
-        g, t = np.asarray(gsd[key]), tv.detach().numpy()
+    for key, t in tsd.items():
+        g = np.asarray(gsd[key])
         assert g.shape == t.shape, f"{key}: shape {g.shape} != torch {t.shape}"
         assert g.dtype == t.dtype, f"{key}: dtype {g.dtype} != torch {t.dtype}"
         if key.endswith("num_batches_tracked"):
@@ -78,36 +72,92 @@ def randomize_state(arrays: dict, rng) -> None:
             a[...] = rng.standard_normal(a.shape) * 0.5
 
 
-def transfer(gm, tm, direction, rng):
-    """Make both modules hold the same (randomised) state, copying in ``direction``."""
-    if direction == "gc->torch":
-        randomize_state(gm.state_dict(), rng)  # graphc's state_dict shares storage
-        gc_to_torch(gm, tm)
-    else:
-        with torch.no_grad():
-            randomize_state({k: v.numpy() for k, v in tm.state_dict().items()}, rng)
-        torch_to_gc(tm, gm)
-    assert_same_state(gm, tm, tol=0.0)
+def torch_to_gc(tsd: dict, gm):
+    """Load torch's state_dict (as numpy) into the graphc module; no key may be left over."""
+    result = gm.load_state_dict({k: np.array(v, copy=True) for k, v in tsd.items()})
+    assert list(result.missing_keys) == [] and list(result.unexpected_keys) == []
 
 
-def build(name, args, kwargs):
+def snapshot(gm) -> dict:
+    return {k: np.array(v, copy=True) for k, v in gm.state_dict().items()}
+
+
+def prefixed(prefix: str, arrays: dict) -> dict:
+    return {f"{prefix}.{k}": v for k, v in arrays.items()}
+
+
+def unprefixed(prefix: str, ref: dict) -> dict:
+    """The ``prefix.``-named entries of a reference, in recorded order, without the prefix."""
+    return {k[len(prefix) + 1:]: v for k, v in ref.items() if k.startswith(prefix + ".")}
+
+
+def build_gc(name, args, kwargs):
     gc.manual_seed(SEED)
+    return getattr(nn, name)(*args, **kwargs)
+
+
+def torch_module(name, args, kwargs):
     torch.manual_seed(SEED)
-    return getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
-
-
-def forward_both(gm, tm, x, mode):
-    gm.train(mode == "train")
-    tm.train(mode == "train")
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns about implicit softmax dims
-        want = tm(torch.from_numpy(x.copy()))
-    got = gm(gc.tensor(x))
-    return got, want
+    return getattr(torch.nn, name)(*args, **kwargs)
 
 
 def randn(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---- torch's side (runs only where torch is installed) ---------------------------------------
+def torch_state(tm) -> dict:
+    """Copies (the module keeps updating its buffers in place)."""
+    return {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
+
+
+def gc_to_torch(state: dict, tm):
+    """Load graphc's state (numpy arrays) into the torch module (torch.from_numpy on copies)."""
+    tm.load_state_dict({k: torch.from_numpy(np.array(v, copy=True)) for k, v in state.items()})
+
+
+def torch_forward(tm, x, mode):
+    tm.train(mode == "train")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns about implicit softmax dims
+        return tm(torch.from_numpy(x.copy()))
+
+
+def torch_run(make_torch, gc_state, steps, facts=None) -> dict:
+    """torch's side of a parity run: the state after the transfer (``state0.*``: graphc's
+    ``gc_state`` loaded, or torch's own randomised when it is None), then for every
+    ``(x, mode)`` step the output ``out<i>`` and the state ``state<i+1>.*``."""
+    tm = make_torch()
+    if gc_state is None:
+        with torch.no_grad():
+            randomize_state({k: v.numpy() for k, v in tm.state_dict().items()}, np.random.default_rng(STATE_SEED))
+    else:
+        gc_to_torch(gc_state, tm)
+    ref = {**(facts(tm) if facts else {}), **prefixed("state0", torch_state(tm))}
+    for i, (x, mode) in enumerate(steps):
+        ref[f"out{i}"] = torch_forward(tm, x, mode)
+        ref.update(prefixed(f"state{i + 1}", torch_state(tm)))
+    return ref
+
+
+# ---- the comparison ------------------------------------------------------------------------------
+def check_against_torch(torch_ref, gm, make_torch, direction, steps, spec, facts=None, name="") -> dict:
+    """Give ``gm`` and torch the same randomised state (copied in ``direction``), run ``steps``
+    (a list of ``(x, mode)``) through both and compare every output and state; returns torch's
+    reference (for ``facts``). ``spec`` names the case in the reference's input fingerprint."""
+    gc_state = None
+    if direction == "gc->torch":
+        randomize_state(gm.state_dict(), np.random.default_rng(STATE_SEED))  # shares storage
+        gc_state = snapshot(gm)
+    ref = torch_ref([spec, direction, gc_state, steps], lambda: torch_run(make_torch, gc_state, steps, facts), name)
+    if direction == "torch->gc":
+        torch_to_gc(unprefixed("state0", ref), gm)
+    assert_same_state(gm, unprefixed("state0", ref), tol=0.0)
+    for i, (x, mode) in enumerate(steps):
+        got = gm.train(mode == "train")(gc.tensor(x))
+        assert_close(got, ref[f"out{i}"], what=f"{name} forward {i}")
+        assert_same_state(gm, unprefixed(f"state{i + 1}", ref))  # BN buffers updated as torch does
+    return ref
 
 
 # ---- modules with parameters: both transfer directions, train and eval ----------------------
@@ -146,26 +196,26 @@ def case_id(case):
 @pytest.mark.parametrize("mode", ["train", "eval"])
 @pytest.mark.parametrize("direction", ["gc->torch", "torch->gc"])
 @pytest.mark.parametrize("case", PARAM_CASES, ids=[case_id(c) for c in PARAM_CASES])
-def test_parameterised_module_matches_torch(case, direction, mode):
+def test_parameterised_module_matches_torch(case, direction, mode, torch_ref):
     name, args, kwargs, shape = case
-    rng = np.random.default_rng(1)
-    gm, tm = build(name, args, kwargs)
-    transfer(gm, tm, direction, rng)
-    for step in range(2):  # twice: BatchNorm's running stats compound across calls
-        x = randn(rng, *shape) * 2 + 0.5
-        got, want = forward_both(gm, tm, x, mode)
-        assert_close(got, want, what=f"forward {step}")
-        assert_same_state(gm, tm)  # BN buffers updated in place exactly as torch does
+    rng = np.random.default_rng(2)
+    steps = [(randn(rng, *shape) * 2 + 0.5, mode) for _ in range(2)]  # BN's running stats compound
+    check_against_torch(torch_ref, build_gc(name, args, kwargs), lambda: torch_module(name, args, kwargs),
+                        direction, steps, case)
 
 
-def test_initial_state_layout_matches_torch():
+def test_initial_state_layout_matches_torch(torch_ref):
     """Same keys, order, shapes and dtypes as torch before any transfer; init bounds are torch's."""
-    for name, args, kwargs, _ in PARAM_CASES:
-        gm, tm = build(name, args, kwargs)
-        gsd, tsd = gm.state_dict(), tm.state_dict()
+    for case in PARAM_CASES:
+        name, args, kwargs, _ = case
+        gsd = build_gc(name, args, kwargs).state_dict()
+        # the layout only: zeros of torch's shapes and dtypes, in torch's order
+        tsd = torch_ref(case, lambda: {k: np.zeros(v.shape, v.dtype)
+                                       for k, v in torch_state(torch_module(name, args, kwargs)).items()},
+                        name=case_id(case))
         assert list(gsd) == list(tsd), name
         for k in tsd:
-            assert gsd[k].shape == tuple(tsd[k].shape) and gsd[k].dtype == tsd[k].numpy().dtype, (name, k)
+            assert gsd[k].shape == tsd[k].shape and gsd[k].dtype == tsd[k].dtype, (name, k)
             if k.endswith(("weight", "bias")) and name in ("Linear", "Conv2d"):
                 fan_in = int(np.prod(tsd["weight"].shape[1:]))
                 assert np.abs(gsd[k]).max() <= 1 / np.sqrt(fan_in) + 1e-7, (name, k)
@@ -187,38 +237,46 @@ def test_init_is_seeded_by_manual_seed():
     assert not np.array_equal(a["weight"], c["weight"])
 
 
-def test_batchnorm_num_batches_tracked_round_trips_both_ways():
-    gc.manual_seed(SEED)
-    gm = nn.BatchNorm2d(3)
-    tm = torch.nn.BatchNorm2d(3)
-    tm.num_batches_tracked.fill_(41)
-    torch_to_gc(tm, gm)
+def test_batchnorm_num_batches_tracked_round_trips_both_ways(torch_ref):
+    x = randn(np.random.default_rng(2), 4, 3, 2, 2)
+
+    def torch_counter_run():  # torch's counter at 41, then one training forward
+        tm = torch.nn.BatchNorm2d(3)
+        tm.num_batches_tracked.fill_(41)
+        before = prefixed("state0", torch_state(tm))
+        torch_forward(tm, x, "train")
+        return {**before, **prefixed("state1", torch_state(tm))}
+
+    def torch_reload(state):  # a fresh torch BatchNorm2d loading graphc's state
+        tm = torch.nn.BatchNorm2d(3)
+        gc_to_torch(state, tm)
+        return torch_state(tm)
+
+    ref = torch_ref([x], torch_counter_run)
+    gm = build_gc("BatchNorm2d", (3,), {})
+    torch_to_gc(unprefixed("state0", ref), gm)
     assert gm.num_batches_tracked.numpy().dtype == np.int64
     assert int(gm.state_dict()["num_batches_tracked"]) == 41
-    x = randn(np.random.default_rng(2), 4, 3, 2, 2)
-    forward_both(gm, tm, x, "train")
-    assert int(gm.state_dict()["num_batches_tracked"]) == int(tm.num_batches_tracked) == 42
-    tm2 = torch.nn.BatchNorm2d(3)
-    gc_to_torch(gm, tm2)
-    assert tm2.num_batches_tracked.dtype == torch.int64 and int(tm2.num_batches_tracked) == 42
-    assert_same_state(gm, tm2, tol=0.0)
+    gm.train()(gc.tensor(x))
+    assert int(gm.state_dict()["num_batches_tracked"]) == int(ref["state1.num_batches_tracked"]) == 42
+    # and back: a fresh torch BatchNorm2d takes graphc's int64 counter
+    state = snapshot(gm)
+    back = torch_ref([state], lambda: torch_reload(state), "back")
+    assert back["num_batches_tracked"].dtype == np.int64 and int(back["num_batches_tracked"]) == 42
+    assert_same_state(gm, back, tol=0.0)
 
 
-def test_batchnorm_eval_after_train_uses_updated_running_stats():
-    gm, tm = build("BatchNorm2d", (4,), {})
+def test_batchnorm_eval_after_train_uses_updated_running_stats(torch_ref):
     rng = np.random.default_rng(5)
-    transfer(gm, tm, "gc->torch", rng)
-    for _ in range(3):
-        forward_both(gm, tm, randn(rng, 8, 4, 3, 3) * 3 + 1, "train")
-    x = randn(rng, 2, 4, 3, 3)
-    got, want = forward_both(gm, tm, x, "eval")
-    assert_close(got, want)
-    assert_same_state(gm, tm)
+    steps = [(randn(rng, 8, 4, 3, 3) * 3 + 1, "train") for _ in range(3)] + [(randn(rng, 2, 4, 3, 3), "eval")]
+    gm = build_gc("BatchNorm2d", (4,), {})
+    check_against_torch(torch_ref, gm, lambda: torch_module("BatchNorm2d", (4,), {}), "gc->torch", steps,
+                        "BatchNorm2d(4)")
     assert int(gm.num_batches_tracked.numpy()) == 10  # 7 (randomised) + 3 train calls
 
 
 def test_batchnorm_eval_does_not_touch_buffers():
-    gm, _ = build("BatchNorm1d", (3,), {})
+    gm = build_gc("BatchNorm1d", (3,), {})
     before = {k: v.copy() for k, v in gm.state_dict().items()}
     gm.eval()(gc.tensor(randn(np.random.default_rng(0), 6, 3)))
     for k, v in gm.state_dict().items():
@@ -270,30 +328,29 @@ STATELESS_CASES = [
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
 @pytest.mark.parametrize("case", STATELESS_CASES, ids=[case_id(c) for c in STATELESS_CASES])
-def test_stateless_module_matches_torch(case, mode):
+def test_stateless_module_matches_torch(case, mode, torch_ref):
     name, args, kwargs, shape = case
-    gm, tm = build(name, args, kwargs)
-    assert gm.state_dict() == {} and len(tm.state_dict()) == 0
+    gm = build_gc(name, args, kwargs)
+    assert gm.state_dict() == {}  # and torch's is empty too: compared after the transfer
     x = randn(np.random.default_rng(3), *shape) * 3
-    got, want = forward_both(gm, tm, x, mode)
-    assert_close(got, want)
+    check_against_torch(torch_ref, gm, lambda: torch_module(name, args, kwargs), "gc->torch", [(x, mode)], case)
 
 
-def test_activations_at_extreme_inputs():
+def test_activations_at_extreme_inputs(torch_ref):
     x = np.array([[-100.0, -30.0, -1e-3, 0.0, 1e-3, 30.0, 100.0]], np.float32)
     for name in ("Sigmoid", "Tanh", "Softmax", "LogSoftmax", "LeakyReLU"):
-        gm, tm = build(name, (), {"dim": 1} if "Softmax" in name else {})
-        got, want = forward_both(gm, tm, x, "eval")
-        assert_close(got, want, what=name)
+        kwargs = {"dim": 1} if "Softmax" in name else {}
+        check_against_torch(torch_ref, build_gc(name, (), kwargs), lambda: torch_module(name, (), kwargs),
+                            "gc->torch", [(x, "eval")], (name, kwargs), name=name)
 
 
-def test_max_pool_padding_is_negative_infinity():
+def test_max_pool_padding_is_negative_infinity(torch_ref):
     """Padded border cells must never win the max (torch pads with -inf, not 0)."""
     x = -np.random.default_rng(4).uniform(1, 2, (1, 2, 5, 5)).astype(np.float32)
-    gm, tm = build("MaxPool2d", (3,), {"stride": 2, "padding": 1})
-    got, want = forward_both(gm, tm, x, "eval")
-    assert_close(got, want)
-    assert got.numpy().max() < 0
+    case = ("MaxPool2d", (3,), {"stride": 2, "padding": 1})
+    gm = build_gc(*case)
+    check_against_torch(torch_ref, gm, lambda: torch_module(*case), "gc->torch", [(x, "eval")], case)
+    assert gm(gc.tensor(x)).numpy().max() < 0
 
 
 def test_load_state_dict_strictness_and_shape_check():
@@ -309,12 +366,11 @@ def test_load_state_dict_strictness_and_shape_check():
 
 # ---- Dropout ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("p", [0.0, 0.2, 0.5, 1.0])
-def test_dropout_eval_is_identity_like_torch(p):
-    gm, tm = build("Dropout", (p,), {})
+def test_dropout_eval_is_identity_like_torch(p, torch_ref):
+    gm = build_gc("Dropout", (p,), {})
     x = randn(np.random.default_rng(4), 6, 7)
-    got, want = forward_both(gm, tm, x, "eval")
-    assert_close(got, want)
-    np.testing.assert_array_equal(got.numpy(), x)
+    check_against_torch(torch_ref, gm, lambda: torch_module("Dropout", (p,), {}), "gc->torch", [(x, "eval")], p)
+    np.testing.assert_array_equal(gm(gc.tensor(x)).numpy(), x)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
@@ -354,17 +410,14 @@ def _sequential(lib):
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
 @pytest.mark.parametrize("direction", ["gc->torch", "torch->gc"])
-def test_sequential_matches_torch(direction, mode):
+def test_sequential_matches_torch(direction, mode, torch_ref):
     gc.manual_seed(SEED)
-    torch.manual_seed(SEED)
-    gm, tm = _sequential(nn), _sequential(torch.nn)
+    gm = _sequential(nn)
     rng = np.random.default_rng(7)
-    transfer(gm, tm, direction, rng)
-    assert len(gm) == len(tm) and [type(m).__name__ for m in gm] == [type(m).__name__ for m in tm]
-    for _ in range(2):
-        got, want = forward_both(gm, tm, randn(rng, 6, 2, 8, 10), mode)
-        assert_close(got, want)
-        assert_same_state(gm, tm)
+    steps = [(randn(rng, 6, 2, 8, 10), mode) for _ in range(2)]
+    ref = check_against_torch(torch_ref, gm, lambda: _sequential(torch.nn), direction, steps, "sequential",
+                              facts=lambda tm: {"types": np.array([type(m).__name__ for m in tm])})
+    assert [type(m).__name__ for m in gm] == ref["types"].tolist()
 
 
 def _make_stack(lib):
@@ -388,19 +441,20 @@ def _make_stack(lib):
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
 @pytest.mark.parametrize("direction", ["gc->torch", "torch->gc"])
-def test_modulelist_in_user_module_matches_torch(direction, mode):
+def test_modulelist_in_user_module_matches_torch(direction, mode, torch_ref):
     gc.manual_seed(SEED)
-    torch.manual_seed(SEED)
-    gm, tm = _make_stack(nn), _make_stack(torch.nn)
-    assert [n for n, _ in gm.named_parameters()] == [n for n, _ in tm.named_parameters()]
-    assert [n for n, _ in gm.named_buffers()] == [n for n, _ in tm.named_buffers()]
+    gm = _make_stack(nn)
     assert len(gm.layers) == 3 and len(list(gm.layers)) == 3
     rng = np.random.default_rng(8)
-    transfer(gm, tm, direction, rng)
-    for _ in range(2):
-        got, want = forward_both(gm, tm, randn(rng, 7, 5), mode)
-        assert_close(got, want)
-        assert_same_state(gm, tm)
+    steps = [(randn(rng, 7, 5), mode) for _ in range(2)]
+
+    def names(tm):
+        return {"parameters": np.array([n for n, _ in tm.named_parameters()]),
+                "buffers": np.array([n for n, _ in tm.named_buffers()])}
+
+    ref = check_against_torch(torch_ref, gm, lambda: _make_stack(torch.nn), direction, steps, "stack", facts=names)
+    assert [n for n, _ in gm.named_parameters()] == ref["parameters"].tolist()
+    assert [n for n, _ in gm.named_buffers()] == ref["buffers"].tolist()
 
 
 def test_modulelist_is_not_callable():
@@ -409,62 +463,62 @@ def test_modulelist_is_not_callable():
 
 
 # ---- losses ----------------------------------------------------------------------------------
-def loss_both(name, kwargs, logits, target):
-    gm, tm = build(name, (), kwargs)
-    got = gm(gc.tensor(logits), gc.tensor(target))
-    want = tm(torch.from_numpy(logits.copy()), torch.from_numpy(target.copy()))
-    return got, want
+def check_loss(torch_ref, name, kwargs, logits, target, ref_name=""):
+    """graphc's loss against torch's for the same (logits, target); returns graphc's."""
+    def torch_loss():
+        tm = torch_module(name, (), kwargs)
+        return {"loss": tm(torch.from_numpy(logits.copy()), torch.from_numpy(target.copy()))}
+
+    want = torch_ref([name, kwargs, logits, target], torch_loss, ref_name)["loss"]
+    got = build_gc(name, (), kwargs)(gc.tensor(logits), gc.tensor(target))
+    assert_close(got, want, what=f"{name}{kwargs}")
+    return got
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_mse_loss_matches_torch(reduction):
+def test_mse_loss_matches_torch(reduction, torch_ref):
     rng = np.random.default_rng(9)
     a, b = randn(rng, 6, 4, 3), randn(rng, 6, 4, 3)
-    got, want = loss_both("MSELoss", {"reduction": reduction}, a, b)
-    assert_close(got, want)
+    check_loss(torch_ref, "MSELoss", {"reduction": reduction}, a, b)
 
 
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1, 1.0])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_cross_entropy_class_targets_matches_torch(reduction, label_smoothing):
+def test_cross_entropy_class_targets_matches_torch(reduction, label_smoothing, torch_ref):
     rng = np.random.default_rng(10)
     logits = randn(rng, 8, 5) * 4
     target = rng.integers(0, 5, 8).astype(np.int64)
-    got, want = loss_both("CrossEntropyLoss", {"reduction": reduction, "label_smoothing": label_smoothing},
-                          logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "CrossEntropyLoss", {"reduction": reduction, "label_smoothing": label_smoothing},
+               logits, target)
 
 
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_cross_entropy_probability_targets_matches_torch(reduction, label_smoothing):
+def test_cross_entropy_probability_targets_matches_torch(reduction, label_smoothing, torch_ref):
     rng = np.random.default_rng(11)
     logits = randn(rng, 8, 5) * 4
     p = np.exp(randn(rng, 8, 5))
     target = (p / p.sum(1, keepdims=True)).astype(np.float32)
-    got, want = loss_both("CrossEntropyLoss", {"reduction": reduction, "label_smoothing": label_smoothing},
-                          logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "CrossEntropyLoss", {"reduction": reduction, "label_smoothing": label_smoothing},
+               logits, target)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "none"])
-def test_cross_entropy_spatial_class_targets_matches_torch(reduction):
+def test_cross_entropy_spatial_class_targets_matches_torch(reduction, torch_ref):
     """(N, C, d1, d2) logits with (N, d1, d2) class targets, as for segmentation."""
     rng = np.random.default_rng(12)
     logits = randn(rng, 3, 4, 2, 5)
     target = rng.integers(0, 4, (3, 2, 5)).astype(np.int64)
-    got, want = loss_both("CrossEntropyLoss", {"reduction": reduction, "label_smoothing": 0.1}, logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "CrossEntropyLoss", {"reduction": reduction, "label_smoothing": 0.1}, logits, target)
 
 
-def test_cross_entropy_large_logits_stay_finite():
+def test_cross_entropy_large_logits_stay_finite(torch_ref):
     logits = np.array([[1000.0, -1000.0, 0.0], [-500.0, 500.0, 20.0]], np.float32)
     target = np.array([1, 1], np.int64)
-    got, want = loss_both("CrossEntropyLoss", {"reduction": "none"}, logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "CrossEntropyLoss", {"reduction": "none"}, logits, target)
 
 
-def test_cross_entropy_ignore_index_matches_torch():
+def test_cross_entropy_ignore_index_matches_torch(torch_ref):
     """Targets equal to ignore_index (-100 by default) contribute nothing, and 'mean'
     divides by the number of non-ignored targets (torch's semantics).
 
@@ -474,25 +528,21 @@ def test_cross_entropy_ignore_index_matches_torch():
     rng = np.random.default_rng(13)
     logits = randn(rng, 6, 4)
     target = np.array([0, -100, 3, 2, -100, 1], np.int64)
-    got, want = loss_both("CrossEntropyLoss", {}, logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "CrossEntropyLoss", {}, logits, target)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_bce_with_logits_matches_torch(reduction):
+def test_bce_with_logits_matches_torch(reduction, torch_ref):
     rng = np.random.default_rng(14)
     logits = randn(rng, 6, 5) * 3
     target = rng.uniform(0, 1, (6, 5)).astype(np.float32)
     target[:3] = np.round(target[:3])  # hard and soft labels
-    got, want = loss_both("BCEWithLogitsLoss", {"reduction": reduction}, logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "BCEWithLogitsLoss", {"reduction": reduction}, logits, target)
 
 
-def test_bce_with_logits_large_logits():
+def test_bce_with_logits_large_logits(torch_ref):
     logits = np.array([-50.0, -50.0, 50.0, 50.0, -100.0, 100.0, -30.0, 30.0, 0.0], np.float32)
     target = np.array([0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.5, 0.5, 1.0], np.float32)
-    got, want = loss_both("BCEWithLogitsLoss", {"reduction": "none"}, logits, target)
+    got = check_loss(torch_ref, "BCEWithLogitsLoss", {"reduction": "none"}, logits, target, "none")
     assert np.all(np.isfinite(got.numpy()))
-    assert_close(got, want)
-    got, want = loss_both("BCEWithLogitsLoss", {"reduction": "mean"}, logits, target)
-    assert_close(got, want)
+    check_loss(torch_ref, "BCEWithLogitsLoss", {"reduction": "mean"}, logits, target, "mean")
