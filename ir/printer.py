@@ -1,10 +1,15 @@
-"""Text form of a graph: one node per line with types, like a jaxpr.
+"""Text form of a graph: one node per line with types, like a jaxpr (grammar: docs/ir-text.md).
 
     graph Net(%x:f32[N,64]) {
-      params: %fc1.weight:f32[128,64], %fc1.bias:f32[128]
-      %0:f32[N,128] = linear(%x, %fc1.weight, %fc1.bias)  # fc1 (Linear) at net.py:12
+      params: @fc1.weight:f32[128,64], @fc1.bias:f32[128]
+      %0:f32[N,128] = linear(%x, @fc1.weight, @fc1.bias)  # fc1 (Linear) at net.py:12
       return %0
     }
+
+``%name`` is an input or a node's result, ``@name`` a piece of state (parameter, buffer,
+optimizer state: its state_dict key), ``$name`` a constant array (0-d constants print as
+literals, ``1:i64``), so ``%2``, ``@2.weight`` and a frozen ``$2.weight`` cannot be confused.
+Attr lists print as ``[1, 1]``, also with one element (``dims=[0]``).
 """
 from __future__ import annotations
 
@@ -18,6 +23,9 @@ def format_value(value: Value, graph: Graph | None = None) -> str:
         data = graph.constant_data[value.name]
         if data.ndim == 0:
             return f"{_literal(data)}:{value.type.dtype.short}"
+        return f"${value.name}"
+    if graph is not None and graph.state.get(value.name) is value:
+        return f"@{value.name}"
     return f"%{value.name}"
 
 
@@ -34,8 +42,8 @@ def format_attrs(attrs: dict) -> str:
 
 
 def _attr(v) -> str:
-    if isinstance(v, tuple):
-        return "(" + ", ".join(_attr(x) for x in v) + ")"
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(_attr(x) for x in v) + "]"
     if isinstance(v, float):
         return f"{v:.8g}"
     return repr(v) if isinstance(v, str) else str(v)
@@ -62,14 +70,14 @@ def format_graph(graph: Graph) -> str:
     for role, title in (("param", "params"), ("buffer", "buffers"), ("optim", "optimizer state")):
         vals = [v for k, v in graph.state.items() if graph.state_roles[k] == role]
         if vals:
-            lines.append(f"  {title}: " + ", ".join(f"%{v.name}:{v.type}" for v in vals))
+            lines.append(f"  {title}: " + ", ".join(f"@{v.name}:{v.type}" for v in vals))
     arrays = [v for k, v in graph.constants.items() if graph.constant_data[k].ndim > 0]
     if arrays:
-        lines.append("  constants: " + ", ".join(f"%{v.name}:{v.type}" for v in arrays))
+        lines.append("  constants: " + ", ".join(f"${v.name}:{v.type}" for v in arrays))
     for node in graph.nodes:
         lines.append("  " + format_node(node, graph))
     lines.append("  return " + ", ".join(format_value(v, graph) for v in graph.outputs))
     for name, value in graph.updates.items():
-        lines.append(f"  update {name} <- {format_value(value, graph)}")
+        lines.append(f"  update @{name} <- {format_value(value, graph)}")
     lines.append("}")
     return "\n".join(lines)

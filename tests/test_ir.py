@@ -24,10 +24,10 @@ def test_golden_mlp_ir():
     model, line = make_mlp()
     text = str(gc.trace(model, np.zeros((32, 64), np.float32)))
     assert text == f"""graph Sequential(%x:f32[N,64]) {{
-  params: %0.weight:f32[128,64], %0.bias:f32[128], %2.weight:f32[10,128], %2.bias:f32[10]
-  %0:f32[N,128] = linear(%x, %0.weight, %0.bias)  # 0 (Linear) at test_ir.py:{line}
+  params: @0.weight:f32[128,64], @0.bias:f32[128], @2.weight:f32[10,128], @2.bias:f32[10]
+  %0:f32[N,128] = linear(%x, @0.weight, @0.bias)  # 0 (Linear) at test_ir.py:{line}
   %1:f32[N,128] = relu(%0)  # 1 (ReLU) at test_ir.py:{line}
-  %2:f32[N,10] = linear(%1, %2.weight, %2.bias)  # 2 (Linear) at test_ir.py:{line}
+  %2:f32[N,10] = linear(%1, @2.weight, @2.bias)  # 2 (Linear) at test_ir.py:{line}
   return %2
 }}"""
 
@@ -51,21 +51,21 @@ def test_golden_cnn_ir_eval_and_train():
     x = np.zeros((16, 1, 8, 8), np.float32)
     text = str(gc.trace(model, x))
     assert text == f"""graph SmallCNN(%x:f32[N,1,8,8]) {{
-  params: %features.0.weight:f32[4,1,3,3], %features.0.bias:f32[4], %features.1.weight:f32[4], %features.1.bias:f32[4], %head.weight:f32[10,64], %head.bias:f32[10]
-  buffers: %features.1.running_mean:f32[4], %features.1.running_var:f32[4], %features.1.num_batches_tracked:i64[]
-  %0:f32[N,4,8,8] = conv2d[stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1](%x, %features.0.weight, %features.0.bias)  # features.0 (Conv2d) at test_ir.py:{ctor}
-  %1:f32[N,4,8,8] = batch_norm[eps=1e-05](%0, %features.1.weight, %features.1.bias, %features.1.running_mean, %features.1.running_var)  # features.1 (BatchNorm2d) at test_ir.py:{ctor}
+  params: @features.0.weight:f32[4,1,3,3], @features.0.bias:f32[4], @features.1.weight:f32[4], @features.1.bias:f32[4], @head.weight:f32[10,64], @head.bias:f32[10]
+  buffers: @features.1.running_mean:f32[4], @features.1.running_var:f32[4], @features.1.num_batches_tracked:i64[]
+  %0:f32[N,4,8,8] = conv2d[stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1](%x, @features.0.weight, @features.0.bias)  # features.0 (Conv2d) at test_ir.py:{ctor}
+  %1:f32[N,4,8,8] = batch_norm[eps=1e-05](%0, @features.1.weight, @features.1.bias, @features.1.running_mean, @features.1.running_var)  # features.1 (BatchNorm2d) at test_ir.py:{ctor}
   %2:f32[N,4,8,8] = relu(%1)  # features.2 (ReLU) at test_ir.py:{ctor}
-  %3:f32[N,4,4,4] = max_pool2d[kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1)](%2)  # features.3 (MaxPool2d) at test_ir.py:{ctor}
+  %3:f32[N,4,4,4] = max_pool2d[kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], dilation=[1, 1]](%2)  # features.3 (MaxPool2d) at test_ir.py:{ctor}
   %4:f32[N,64] = flatten[start_dim=1, end_dim=-1](%3)  # SmallCNN at test_ir.py:{flat}
-  %5:f32[N,10] = linear(%4, %head.weight, %head.bias)  # head (Linear) at test_ir.py:{ctor_head}
+  %5:f32[N,10] = linear(%4, @head.weight, @head.bias)  # head (Linear) at test_ir.py:{ctor_head}
   return %5
 }}"""
     train_text = str(gc.trace(model.train(), x))
     assert "batch_norm_train[eps=1e-05, momentum=0.1]" in train_text
-    assert "update features.1.num_batches_tracked <- %" in train_text
-    assert "update features.1.running_mean <- %" in train_text
-    assert "update features.1.running_var <- %" in train_text
+    assert "update @features.1.num_batches_tracked <- %" in train_text
+    assert "update @features.1.running_mean <- %" in train_text
+    assert "update @features.1.running_var <- %" in train_text
 
 
 def test_tracing_does_not_touch_buffers():

@@ -111,7 +111,7 @@ def test_guard_sits_after_the_backward_and_before_every_update():
     guard = ops.index("assert_finite")
     phases = [n.meta.get("phase") for n in step.graph.nodes]
     assert "backward" not in phases[guard + 1:] and "update" not in phases[:guard]
-    assert "= assert_finite[names=('the loss', 'the gradient of 0.weight'" in str(step.graph)
+    assert "= assert_finite[names=['the loss', 'the gradient of 0.weight'" in str(step.graph)
 
 
 def test_refused_step_then_good_steps_and_save(tmp_path):

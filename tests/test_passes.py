@@ -184,7 +184,7 @@ def conv_bn_relu(bias=True, relu=True):
 
 X2 = np.ones((2, 4), np.float32)
 XIMG = np.ones((2, 1, 4, 4), np.float32)
-CONV_ATTRS = "stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1"
+CONV_ATTRS = "stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1"
 
 
 # ---- dce ---------------------------------------------------------------------------------------
@@ -197,8 +197,8 @@ def test_dce_drops_dead_nodes_and_unused_constants():
 
     g = gc.trace(dead, X2)
     assert text(g) == """graph dead(%x:f32[N,4]) {
-  constants: %c0:f32[4]
-  %0:f32[N,4] = add(%x, %c0)
+  constants: $c0:f32[4]
+  %0:f32[N,4] = add(%x, $c0)
   %1:f32[N,4] = exp(%0)
   %2:f32[N,4] = relu(%x)
   return %2
@@ -243,11 +243,11 @@ def test_cse_merges_chains_and_identical_small_constants():
 
     g = gc.trace(chains, X2)
     assert text(cse(g)) == """graph chains(%x:f32[N,4]) {
-  constants: %c0:f32[4], %c2:f32[4]
-  %0:f32[N,4] = mul(%x, %c0)
+  constants: $c0:f32[4], $c2:f32[4]
+  %0:f32[N,4] = mul(%x, $c0)
   %1:f32[N,4] = tanh(%0)
   %4:f32[N,4] = add(%1, %1)
-  %5:f32[N,4] = mul(%x, %c2)
+  %5:f32[N,4] = mul(%x, $c2)
   %6:f32[N,4] = add(%4, %5)
   return %6
 }"""
@@ -303,16 +303,16 @@ def test_fold_constants_evaluates_parameter_free_subgraphs():
     g, tracer = trace_model(model, (X2,))
     frozen = freeze(g, tracer.state_arrays)
     assert text(frozen) == """graph ExpParam(%x:f32[N,4]) {
-  constants: %w:f32[4]
-  %0:f32[4] = exp(%w)
+  constants: $w:f32[4]
+  %0:f32[4] = exp($w)
   %1:f32[4] = mul(%0, 2:f32)
   %2:f32[N,4] = add(%x, %1)
   return %2
 }"""
     out = fold_constants(frozen, evaluate=evaluate_node)
     assert text(out) == """graph ExpParam(%x:f32[N,4]) {
-  constants: %c3:f32[4]
-  %2:f32[N,4] = add(%x, %c3)
+  constants: $c3:f32[4]
+  %2:f32[N,4] = add(%x, $c3)
   return %2
 }"""
     np.testing.assert_allclose(out.constant_data["c3"], np.exp(np.arange(4) / 4) * 2, rtol=1e-6)
@@ -346,8 +346,8 @@ def test_fold_constants_leaves_state_and_inputs_alone():
 def test_fuse_linear_relu(bias):
     gc.manual_seed(0)
     g = gc.trace(nn.Sequential(nn.Linear(4, 8, bias=bias), nn.ReLU()), X2)
-    args = "%x, %0.weight, %0.bias" if bias else "%x, %0.weight"
-    params = "%0.weight:f32[8,4], %0.bias:f32[8]" if bias else "%0.weight:f32[8,4]"
+    args = "%x, @0.weight, @0.bias" if bias else "%x, @0.weight"
+    params = "@0.weight:f32[8,4], @0.bias:f32[8]" if bias else "@0.weight:f32[8,4]"
     assert text(g) == f"""graph Sequential(%x:f32[N,4]) {{
   params: {params}
   %0:f32[N,8] = linear({args})
@@ -385,8 +385,8 @@ def test_fuse_linear_relu_not_when_linear_is_a_graph_output():
 @pytest.mark.parametrize("relu", [True, False])
 def test_fuse_conv_bn_eval_form(bias, relu):
     g = gc.trace(conv_bn_relu(bias, relu).eval(), XIMG)
-    conv_in = "%x, %0.weight, %0.bias" if bias else "%x, %0.weight"
-    bn_in = "%1.weight, %1.bias, %1.running_mean, %1.running_var"
+    conv_in = "%x, @0.weight, @0.bias" if bias else "%x, @0.weight"
+    bn_in = "@1.weight, @1.bias, @1.running_mean, @1.running_var"
     expected_before = [f"%0:f32[N,2,4,4] = conv2d[{CONV_ATTRS}]({conv_in})",
                        f"%1:f32[N,2,4,4] = batch_norm[eps=1e-05](%0, {bn_in})"]
     if relu:
@@ -403,35 +403,35 @@ def test_fuse_conv_bn_eval_form(bias, relu):
 
 
 # ---- fuse_conv_bn (training form) --------------------------------------------------------------
-BN_ARGS = "%0, %1.weight, %1.bias, %1.running_mean, %1.running_var"
+BN_ARGS = "%0, @1.weight, @1.bias, @1.running_mean, @1.running_var"
 
 
 def test_fuse_conv_bn_training_form():
     g = gc.trace(conv_bn_relu(bias=True, relu=True), XIMG)  # train mode: batch statistics
     fused = (f"conv_bn_train[{CONV_ATTRS}, eps=1e-05, relu=True, momentum=0.1]"
-             "(%x, %0.weight, %0.bias, %1.weight, %1.bias, %1.running_mean, %1.running_var)")
+             "(%x, @0.weight, @0.bias, @1.weight, @1.bias, @1.running_mean, @1.running_var)")
     assert text(g) == f"""graph Sequential(%x:f32[N,1,4,4]) {{
-  params: %0.weight:f32[2,1,3,3], %0.bias:f32[2], %1.weight:f32[2], %1.bias:f32[2]
-  buffers: %1.running_mean:f32[2], %1.running_var:f32[2], %1.num_batches_tracked:i64[]
-  %0:f32[N,2,4,4] = conv2d[{CONV_ATTRS}](%x, %0.weight, %0.bias)
-  %1:i64[] = add(%1.num_batches_tracked, 1:i64)
+  params: @0.weight:f32[2,1,3,3], @0.bias:f32[2], @1.weight:f32[2], @1.bias:f32[2]
+  buffers: @1.running_mean:f32[2], @1.running_var:f32[2], @1.num_batches_tracked:i64[]
+  %0:f32[N,2,4,4] = conv2d[{CONV_ATTRS}](%x, @0.weight, @0.bias)
+  %1:i64[] = add(@1.num_batches_tracked, 1:i64)
   %2:f32[N,2,4,4], %3:f32[2], %4:f32[2], %5:f32[2], %6:f32[2] = batch_norm_train[eps=1e-05, momentum=0.1]({BN_ARGS})
   %7:f32[N,2,4,4] = relu(%2)
   return %7
-  update 1.num_batches_tracked <- %1
-  update 1.running_mean <- %5
-  update 1.running_var <- %6
+  update @1.num_batches_tracked <- %1
+  update @1.running_mean <- %5
+  update @1.running_var <- %6
 }}"""
     out = fuse_conv_bn(g)
     assert text(out) == f"""graph Sequential(%x:f32[N,1,4,4]) {{
-  params: %0.weight:f32[2,1,3,3], %0.bias:f32[2], %1.weight:f32[2], %1.bias:f32[2]
-  buffers: %1.running_mean:f32[2], %1.running_var:f32[2], %1.num_batches_tracked:i64[]
-  %1:i64[] = add(%1.num_batches_tracked, 1:i64)
+  params: @0.weight:f32[2,1,3,3], @0.bias:f32[2], @1.weight:f32[2], @1.bias:f32[2]
+  buffers: @1.running_mean:f32[2], @1.running_var:f32[2], @1.num_batches_tracked:i64[]
+  %1:i64[] = add(@1.num_batches_tracked, 1:i64)
   %7:f32[N,2,4,4], %0:f32[N,2,4,4], %3:f32[2], %4:f32[2], %5:f32[2], %6:f32[2] = {fused}
   return %7
-  update 1.num_batches_tracked <- %1
-  update 1.running_mean <- %5
-  update 1.running_var <- %6
+  update @1.num_batches_tracked <- %1
+  update @1.running_mean <- %5
+  update @1.running_var <- %6
 }}"""
     assert out.nodes[1].meta["fused"] == "conv2d+batch_norm_train+relu"
 
@@ -440,10 +440,10 @@ def test_fuse_conv_bn_training_form_without_bias_or_relu():
     g = gc.trace(conv_bn_relu(bias=False, relu=False), XIMG)
     out = fuse_conv_bn(g)
     assert node_lines(out) == [
-        "%1:i64[] = add(%1.num_batches_tracked, 1:i64)",
+        "%1:i64[] = add(@1.num_batches_tracked, 1:i64)",
         f"%2:f32[N,2,4,4], %0:f32[N,2,4,4], %3:f32[2], %4:f32[2], %5:f32[2], %6:f32[2] = conv_bn_train["
-        f"{CONV_ATTRS}, eps=1e-05, relu=False, momentum=0.1](%x, %0.weight, %1.weight, %1.bias, "
-        "%1.running_mean, %1.running_var)"]
+        f"{CONV_ATTRS}, eps=1e-05, relu=False, momentum=0.1](%x, @0.weight, @1.weight, @1.bias, "
+        "@1.running_mean, @1.running_var)"]
 
 
 # ---- fusions that must not fire ----------------------------------------------------------------
@@ -497,8 +497,8 @@ def test_freeze_turns_state_into_constants():
     g, tracer = trace_model(model, (X2,))
     out = freeze(g, tracer.state_arrays)
     assert text(out) == """graph Sequential(%x:f32[N,4]) {
-  constants: %0.weight:f32[3,4], %0.bias:f32[3]
-  %0:f32[N,3] = linear(%x, %0.weight, %0.bias)
+  constants: $0.weight:f32[3,4], $0.bias:f32[3]
+  %0:f32[N,3] = linear(%x, $0.weight, $0.bias)
   %1:f32[N,3] = relu(%0)
   return %1
 }"""
@@ -519,7 +519,7 @@ def test_fold_bn_into_conv():
     g, tracer = trace_model(model, (XIMG,))
     frozen = freeze(g, tracer.state_arrays)
     out = fold_bn(frozen)
-    assert node_lines(out) == [f"%1:f32[N,2,4,4] = conv2d[{CONV_ATTRS}](%x, %c7, %c8)",
+    assert node_lines(out) == [f"%1:f32[N,2,4,4] = conv2d[{CONV_ATTRS}](%x, $c7, $c8)",
                                "%2:f32[N,2,4,4] = relu(%1)"]
     assert out.nodes[0].meta["pass"] == "fold_bn"
     sd = model.state_dict()
@@ -531,8 +531,8 @@ def test_fold_bn_into_conv():
     assert out.constant_data["c7"].dtype == np.float32
     # the old weights are dead now; dce removes them
     assert text(dce(out)) == f"""graph Sequential(%x:f32[N,1,4,4]) {{
-  constants: %c7:f32[2,1,3,3], %c8:f32[2]
-  %1:f32[N,2,4,4] = conv2d[{CONV_ATTRS}](%x, %c7, %c8)
+  constants: $c7:f32[2,1,3,3], $c8:f32[2]
+  %1:f32[N,2,4,4] = conv2d[{CONV_ATTRS}](%x, $c7, $c8)
   %2:f32[N,2,4,4] = relu(%1)
   return %2
 }}"""
@@ -544,10 +544,10 @@ def test_fold_bn_without_foldable_producer_becomes_mul_add():
     g, tracer = trace_model(model, (XIMG,))
     out = dce(fold_bn(freeze(g, tracer.state_arrays)))
     assert text(out) == """graph Sequential(%x:f32[N,1,4,4]) {
-  constants: %c5:f32[1,1,1,1], %c6:f32[1,1,1,1]
+  constants: $c5:f32[1,1,1,1], $c6:f32[1,1,1,1]
   %0:f32[N,1,4,4] = relu(%x)
-  %1.scaled:f32[N,1,4,4] = mul(%0, %c5)
-  %1:f32[N,1,4,4] = add(%1.scaled, %c6)
+  %1.scaled:f32[N,1,4,4] = mul(%0, $c5)
+  %1:f32[N,1,4,4] = add(%1.scaled, $c6)
   return %1
 }"""
     assert all(n.meta["pass"] == "fold_bn" for n in out.nodes[1:])
@@ -568,7 +568,7 @@ def test_fold_bn_into_linear_with_batchnorm1d():
     model = randomize_bn(nn.Sequential(nn.Linear(4, 3, bias=False), nn.BatchNorm1d(3))).eval()
     g, tracer = trace_model(model, (X2,))
     out = dce(fold_bn(freeze(g, tracer.state_arrays)))
-    assert node_lines(out) == ["%1:f32[N,3] = linear(%x, %c6, %c7)"]
+    assert node_lines(out) == ["%1:f32[N,3] = linear(%x, $c6, $c7)"]
     sd = model.state_dict()
     scale = sd["1.weight"].astype(np.float64) / np.sqrt(sd["1.running_var"].astype(np.float64) + 1e-5)
     np.testing.assert_allclose(out.constant_data["c6"], sd["0.weight"] * scale[:, None], rtol=1e-6)
@@ -994,8 +994,8 @@ def test_zero_size_batch_example_raises(tmp_path):
 def test_bug_folded_constant_names_collide_with_an_input_named_like_them(tmp_path):
     """BUG: fold_bn's ``_add`` and fold_constants' ``_fresh_constant_name`` pick ``c<k>``
     checking only ``graph.constants``; a forward argument called ``c7`` gets the same name
-    as the folded weight: ``conv2d(%c7, %c7, %c8)``. verify=True fails after fold_bn, and
-    without it gc.export writes a file gc.load refuses ("two values share the name %c7")."""
+    as the folded weight: ``conv2d($c7, $c7, $c8)``. verify=True fails after fold_bn, and
+    without it gc.export writes a file gc.load refuses ("two values share the name $c7")."""
 
     class Named(nn.Module):
         def __init__(self):
@@ -1015,7 +1015,7 @@ def test_bug_folded_constant_names_collide_with_an_input_named_like_them(tmp_pat
 
 def test_bug_autodiff_constant_names_collide_with_a_parameter_named_like_them(tmp_path):
     """BUG: autodiff's seed constant (Builder.constant) is named ``c{len(constants)}`` without
-    looking at state names: a Parameter called ``c0`` gives two values named %c0, so
+    looking at state names: a Parameter called ``c0`` gives two values named $c0, so
     ``verify=True`` fails and a saved training plan cannot be loaded."""
 
     class Named(nn.Module):
@@ -1044,8 +1044,8 @@ def test_fuse_conv_relu_before_after_and_not_with_two_users():
     g = gc.trace(nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten()), x)
     out = fuse_conv_relu(g)
     lines = [ln.split("  #")[0].strip() for ln in str(out).splitlines() if " = " in ln]
-    assert lines == ["%1:f32[N,2,6,6] = conv2d_relu[stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1]"
-                     "(%x, %0.weight, %0.bias)",
+    assert lines == ["%1:f32[N,2,6,6] = conv2d_relu[stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1]"
+                     "(%x, @0.weight, @0.bias)",
                      "%2:f32[N,72] = flatten[start_dim=1, end_dim=-1](%1)"]
     assert out.nodes[0].meta["fused"] == "conv2d+relu"
 

@@ -98,7 +98,7 @@ def test_printed_training_graph_mentions_gradients(capsys):
     text = capsys.readouterr().out
     assert "grad of" in text
     assert re.search(r"grad of %\d+ \(linear(_relu)?\)", text), "the Linear layers' backward is not labelled"
-    assert "update 0.weight <- " in text and "optimizer state:" in text
+    assert "update @0.weight <- " in text and "optimizer state:" in text
     assert re.search(r"%lr:f\d+\[\]", text), "the learning rate should be a scalar plan input"
 
 

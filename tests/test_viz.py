@@ -327,7 +327,7 @@ def test_html_is_one_offline_file(step):
     assert {f"n{i}" for i in range(len(g.nodes))} <= set(data["nodes"]) == set(svg_nodes(root))
     conv = next(v for v in data["nodes"].values() if v.get("op") == "conv_bn_train")
     assert conv["module"] == "features.0" and conv["source"].startswith("test_viz.py:")
-    assert conv["fused"] == "conv2d+batch_norm_train+relu" and conv["attrs"]["stride"] == "(1, 1)"
+    assert conv["fused"] == "conv2d+batch_norm_train+relu" and conv["attrs"]["stride"] == "[1, 1]"
     assert ["%x", "f32[N,1,8,8]"] in conv["inputs"]
     svg = next(e for e in root.iter() if local(e.tag) == "svg")
     assert svg.get("id") == "graph" and svg.get("xmlns") is None

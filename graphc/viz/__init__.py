@@ -60,7 +60,7 @@ def to_text(plan_or_graph) -> str:
     >>> from graphc import nn
     >>> plan = gc.compile(nn.Linear(4, 2).eval(), example_inputs=(np.zeros((2, 4), np.float32),))
     >>> print(to_text(plan).splitlines()[-3])
-      %0:f32[N,2] = linear(%x, %weight, %bias)  # ...
+      %0:f32[N,2] = linear(%x, @weight, @bias)  # ...
     """
     return str(_graph(plan_or_graph))
 
