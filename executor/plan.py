@@ -99,7 +99,7 @@ class Plan:
         """Run once on a list of user inputs; return the list of graph outputs."""
         arrays, batch = self._check_inputs(inputs)
         with self._serial:
-            arrays += self._learning_rates()
+            arrays += self.hyper_arrays()
             program = self._checkout(batch)
             rng_state = self.rng.bit_generator.state  # a stopped step must not advance the RNG either
             try:
@@ -114,7 +114,9 @@ class Plan:
                 self._checkin(batch, program)
         return [self.backend.asarray(o) for o in outs]
 
-    def _learning_rates(self) -> list:
+    def hyper_arrays(self) -> list:
+        """The hyper-parameter inputs (each group's learning rate, float64 0-d arrays) that follow
+        the user's inputs: the one place the plan turns ``param_groups`` into graph inputs."""
         rates = [float(group["lr"]) for group in self.param_groups]
         for index, lr in enumerate(rates):
             if not math.isfinite(lr):  # it would silently turn every parameter into NaN
