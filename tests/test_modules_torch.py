@@ -520,11 +520,7 @@ def test_cross_entropy_large_logits_stay_finite(torch_ref):
 
 def test_cross_entropy_ignore_index_matches_torch(torch_ref):
     """Targets equal to ignore_index (-100 by default) contribute nothing, and 'mean'
-    divides by the number of non-ignored targets (torch's semantics).
-
-    KNOWN GRAPHC BUG (left failing on purpose): CrossEntropyLoss accepts and stores
-    ignore_index but cross_entropy never uses it, so -100 targets hit one_hot and raise
-    "class index out of range" instead of being ignored."""
+    divides by the number of non-ignored targets (torch's semantics)."""
     rng = np.random.default_rng(13)
     logits = randn(rng, 6, 4)
     target = np.array([0, -100, 3, 2, -100, 1], np.int64)
