@@ -1,10 +1,15 @@
 """Optimizer updates appended to a graph as IR ops, with PyTorch's exact formulas.
 
-A group is plain data: ``{"kind": "sgd"|"adam"|"adamw", "params": [names], "hyper": {...}}``.
+A group is plain data: ``{"kind": "sgd"|"adam"|"adamw"|"adadelta"|"rmsprop"|"adagrad", "params":
+[names], "hyper": {...}}``.
 Each group's learning rate is a float64 graph input (``lr``, or ``lr.<i>`` with several
 groups), so schedulers change it without recompiling. Optimizer state (momentum buffers,
-exp_avg, exp_avg_sq, the step count) is graph state with role ``optim``; it starts at zero.
-Scalar arithmetic (bias corrections, step sizes) runs in float64, as PyTorch does in Python.
+exp_avg, exp_avg_sq, the step count) is graph state with role ``optim``, named after
+PyTorch's state keys (``optim.<param>.<slot>``); it starts at zero (Adagrad's ``sum`` is filled
+with ``initial_accumulator_value`` by the optimizer when the plan is built). Scalar arithmetic
+(bias corrections, step sizes) runs in float64, as PyTorch does in Python; elementwise
+arithmetic follows the order of PyTorch's single-tensor (CPU) kernels: ``addcmul_(a, b,
+value=v)`` is ``(v * a) * b``, ``addcdiv_(a, b, value=v)`` is ``(v * a) / b``.
 """
 from __future__ import annotations
 
@@ -114,7 +119,7 @@ def _adam(decoupled: bool):
             grad = b.emit1("add", [grad, b.emit1("mul", [param, _const(b, h["weight_decay"], dtype)])])
         m, v = ctx.state(pname, "exp_avg", param), ctx.state(pname, "exp_avg_sq", param)
         # exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * grad * grad
-        m_new = ctx.set(m, b.emit1("add", [m, b.emit1("mul", [b.emit1("sub", [grad, m]), _const(b, 1 - beta1, dtype)])]))
+        m_new = ctx.set(m, _lerp(b, m, grad, 1 - beta1, dtype))
         v_new = ctx.set(v, b.emit1("add", [b.emit1("mul", [v, _const(b, beta2, dtype)]), b.emit1(
             "mul", [b.emit1("mul", [grad, grad]), _const(b, 1 - beta2, dtype)])]))
         step_size = ctx.scalar("step_size", lambda: b.emit1("div", [ctx.lr, _bias_correction(ctx, beta1)]), dtype)
@@ -131,4 +136,92 @@ def _bias_correction(ctx: _GroupContext, beta: float) -> Value:
     return b.emit1("sub", [_const(b, 1.0, DType.float64), b.emit1("pow", [_const(b, beta, DType.float64), t])])
 
 
-_UPDATES = {"sgd": _sgd, "adam": _adam(False), "adamw": _adam(True)}
+def _lerp(b, start: Value, end: Value, weight: float, dtype: DType) -> Value:
+    """``start.lerp(end, weight)`` with PyTorch's two branches (chosen here: the weight is a
+    constant): ``start + w * (end - start)`` below 0.5, else ``end - (end - start) * (1 - w)``."""
+    w = np.array(weight, dtype.numpy)  # torch casts the weight to the tensor's dtype first
+    diff = b.emit1("sub", [end, start])
+    if abs(w) < 0.5:
+        return b.emit1("add", [start, b.emit1("mul", [diff, _const(b, w, dtype)])])
+    return b.emit1("sub", [end, b.emit1("mul", [diff, _const(b, np.array(1, dtype.numpy) - w, dtype)])])
+
+
+def _prepared_grad(ctx: _GroupContext, param: Value, grad: Value) -> Value:
+    """``-grad`` with ``maximize``, then ``+ weight_decay * param`` (L2), as the adaptive
+    optimizers (Adadelta, RMSprop, Adagrad) start their step."""
+    b, h, dtype = ctx.b, ctx.hyper, param.type.dtype
+    if h.get("maximize"):
+        grad = b.emit1("neg", [grad])
+    if h["weight_decay"]:
+        grad = b.emit1("add", [grad, b.emit1("mul", [param, _const(b, h["weight_decay"], dtype)])])
+    return grad
+
+
+def _decayed_square(ctx: _GroupContext, avg: Value, x: Value, decay: float) -> Value:
+    """``avg.mul_(decay).addcmul_(x, x, value=1 - decay)``."""
+    b, dtype = ctx.b, avg.type.dtype
+    scaled = b.emit1("mul", [b.emit1("mul", [x, _const(b, 1 - decay, dtype)]), x])
+    return b.emit1("add", [b.emit1("mul", [avg, _const(b, decay, dtype)]), scaled])
+
+
+def _adadelta(ctx: _GroupContext, pname: str, param: Value, grad: Value) -> Value:
+    """delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * grad; p -= lr * delta."""
+    b, h, dtype = ctx.b, ctx.hyper, param.type.dtype
+    grad = _prepared_grad(ctx, param, grad)
+    eps = _const(b, h["eps"], dtype)
+    square_avg, acc_delta = ctx.state(pname, "square_avg", param), ctx.state(pname, "acc_delta", param)
+    sq_new = ctx.set(square_avg, _decayed_square(ctx, square_avg, grad, h["rho"]))
+    std = b.emit1("sqrt", [b.emit1("add", [sq_new, eps])])
+    delta = b.emit1("sqrt", [b.emit1("add", [acc_delta, eps])])
+    delta = b.emit1("mul", [b.emit1("div", [delta, std]), grad])
+    ctx.set(acc_delta, _decayed_square(ctx, acc_delta, delta, h["rho"]))
+    lr = ctx.scalar("lr", lambda: ctx.lr, dtype)
+    return b.emit1("sub", [param, b.emit1("mul", [lr, delta])])
+
+
+def _rmsprop(ctx: _GroupContext, pname: str, param: Value, grad: Value) -> Value:
+    """avg = sqrt(square_avg [- grad_avg^2 if centered]) + eps; with momentum
+    buf = momentum * buf + grad / avg and p -= lr * buf, else p -= lr * grad / avg."""
+    b, h, dtype = ctx.b, ctx.hyper, param.type.dtype
+    grad = _prepared_grad(ctx, param, grad)
+    square_avg = ctx.state(pname, "square_avg", param)
+    sq_new = ctx.set(square_avg, _decayed_square(ctx, square_avg, grad, h["alpha"]))
+    if h["centered"]:
+        grad_avg = ctx.state(pname, "grad_avg", param)
+        ga_new = ctx.set(grad_avg, _lerp(b, grad_avg, grad, 1 - h["alpha"], dtype))
+        # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+        sq_new = b.emit1("add", [sq_new, b.emit1("mul", [b.emit1("neg", [ga_new]), ga_new])])
+    avg = b.emit1("add", [b.emit1("sqrt", [sq_new]), _const(b, h["eps"], dtype)])
+    lr = ctx.scalar("lr", lambda: ctx.lr, dtype)
+    if h["momentum"] > 0:
+        buf = ctx.state(pname, "momentum_buffer", param)
+        new_buf = ctx.set(buf, b.emit1("add", [b.emit1("mul", [buf, _const(b, h["momentum"], dtype)]),
+                                               b.emit1("div", [grad, avg])]))
+        return b.emit1("sub", [param, b.emit1("mul", [lr, new_buf])])
+    return b.emit1("sub", [param, b.emit1("div", [b.emit1("mul", [lr, grad]), avg])])
+
+
+def _adagrad(ctx: _GroupContext, pname: str, param: Value, grad: Value) -> Value:
+    """sum += grad^2; p -= clr * grad / (sqrt(sum) + eps), clr = lr / (1 + (step - 1) * lr_decay)."""
+    b, h, dtype = ctx.b, ctx.hyper, param.type.dtype
+    grad = _prepared_grad(ctx, param, grad)
+    state_sum = ctx.state(pname, "sum", param)
+    sum_new = ctx.set(state_sum, b.emit1("add", [state_sum, b.emit1("mul", [grad, grad])]))
+    std = b.emit1("add", [b.emit1("sqrt", [sum_new]), _const(b, h["eps"], dtype)])
+    clr = ctx.scalar("clr", lambda: _decayed_lr(ctx, h["lr_decay"]), dtype)
+    return b.emit1("sub", [param, b.emit1("div", [b.emit1("mul", [clr, grad]), std])])
+
+
+def _decayed_lr(ctx: _GroupContext, lr_decay: float) -> Value:
+    """Adagrad's ``lr / (1 + (step - 1) * lr_decay)`` in float64, step counted after this update."""
+    if not lr_decay:  # lr / (1 + 0) is lr exactly
+        return ctx.lr
+    b = ctx.b
+    t = ctx.scalar("t", lambda: ctx.new_step, DType.float64)
+    steps_before = b.emit1("sub", [t, _const(b, 1.0, DType.float64)])
+    denom = b.emit1("add", [_const(b, 1.0, DType.float64), b.emit1("mul", [steps_before, _const(b, lr_decay, DType.float64)])])
+    return b.emit1("div", [ctx.lr, denom])
+
+
+_UPDATES = {"sgd": _sgd, "adam": _adam(False), "adamw": _adam(True), "adadelta": _adadelta, "rmsprop": _rmsprop,
+            "adagrad": _adagrad}

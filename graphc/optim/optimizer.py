@@ -6,6 +6,10 @@ from ..ir.errors import GraphcError
 from ..tensor import Tensor
 from ..tracer import user_source
 
+# Group keys that are not compiled into the plan: the learning rate (a plan input) and the
+# values schedulers keep beside it (OneCycleLR's max_lr and min_lr).
+NOT_COMPILED = ("params", "lr", "initial_lr", "max_lr", "min_lr")
+
 
 class Optimizer:
     """Base class: ``param_groups`` as in PyTorch (a list of dicts with ``params`` and hyper-parameters).
@@ -41,7 +45,11 @@ class Optimizer:
             raise GraphcError(f"invalid learning rate: {group['lr']}")
 
     def hyper(self, group: dict) -> dict:
-        return {k: v for k, v in group.items() if k not in ("params", "lr", "initial_lr")}
+        return {k: v for k, v in group.items() if k not in NOT_COMPILED}
+
+    def initial_state(self, group: dict) -> dict:
+        """``{slot: value}`` for optimizer state that does not start at zero (Adagrad's ``sum``)."""
+        return {}
 
     def spec(self, names: dict) -> list:
         """The groups as plain data for the optimizer pass (``names``: id(param) -> state name)."""
@@ -67,6 +75,14 @@ class Optimizer:
         """Called by ``gc.compile``: the plan holds this optimizer's state from now on."""
         self._plan, self._param_names = plan, list(param_names)
         plan.lr_schedulers = self.lr_schedulers  # shared: schedulers built later are saved too
+        names = iter(self._param_names)
+        for group in self.param_groups:
+            fills = self.initial_state(group)
+            for name in (next(names) for _ in group["params"]):
+                for slot, value in fills.items():
+                    array = plan.state.get(f"optim.{name}.{slot}")  # absent for unused parameters
+                    if array is not None:
+                        array[...] = value
 
     def state_dict(self) -> dict:
         """PyTorch's layout: ``{"state": {index: {slot: array}}, "param_groups": [...]}`` with
@@ -127,7 +143,6 @@ class Optimizer:
                 if key not in arrays:
                     raise GraphcError(f"load_state_dict: the plan has no optimizer state {key!r}")
                 arrays[key][...] = value
-
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
