@@ -242,6 +242,30 @@ def _os_error_text(e: OSError) -> str:
     return str(e) or type(e).__name__
 
 
+MAX_ERROR_CHARS = 1000  # a hostile file's content never floods the terminal
+
+
+def _one_line(text) -> str:
+    """An error message as one line of bounded length: the CLI promises one line."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 3] + "..."
+
+
+def _call(args) -> int:
+    """Run a plan-file command (inspect, run, viz). A damaged or hostile plan file must never
+    produce a traceback: whatever escapes as something other than a GraphcError or OSError
+    (RecursionError, MemoryError, a bug in graphc) becomes a GraphcError naming the file."""
+    try:
+        return args.func(args)
+    except (GraphcError, OSError):
+        raise
+    except MemoryError:
+        raise GraphcError(f"{args.file}: not enough memory to load or run this plan") from None
+    except Exception as e:  # noqa: BLE001 - reported in one line, with its type
+        raise GraphcError(f"{args.file}: unexpected {type(e).__name__} while loading or running this plan: "
+                          f"{_one_line(e)[:300] or '(no message)'}") from None
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -252,15 +276,15 @@ def main(argv=None) -> int:
 
             return bench_main(argv[1:])
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        return _call(args)
     except GraphcError as e:
-        print(f"graphc: error: {e}", file=sys.stderr)
+        print(f"graphc: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `graphc inspect ... | head`: the reader left, which is fine
         sys.stderr.close()
         return 0
     except OSError as e:
-        print(f"graphc: error: {_os_error_text(e)}", file=sys.stderr)
+        print(f"graphc: error: {_one_line(_os_error_text(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C during `graphc demo` or `bench`: no traceback either
         print("graphc: interrupted", file=sys.stderr)
