@@ -3,17 +3,19 @@
 Decoding trusts nothing: op names are looked up in the registry (unknown ones are
 refused), attrs are checked against each op's schema, every value reference must point at
 a value defined earlier (so no cycles, no dangling inputs), and the rebuilt graph goes
-through ``ir.verify``. Every problem raises ``PlanFormatError``.
+through ``ir.verify``. Fields arrive through ``plan_limits.Fields`` (unpacked within the
+format's limits; values and nodes one at a time). Every problem raises ``PlanFormatError``
+with a short message: file content is quoted through ``show``, never repr().
 """
 from __future__ import annotations
 
-from ..ir.errors import GraphcError, PlanFormatError
+from ..ir.errors import GraphcError
 from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
 from ..ir.types import DType, TensorType, dim_poly
 from ..ir.verify import verify
+from .plan_limits import GRAPH_FIELDS, MAX_NODE_ATTRS, MAX_NODE_META, MAX_RANK, NODE_META, Limit, clip, fail, show
 
-MAX_RANK = 16
 MAX_DIM = 2**40
 
 DTYPES = {"f32": DType.float32, "f64": DType.float64, "i64": DType.int64, "b1": DType.bool}
@@ -52,10 +54,6 @@ def _plain(obj):
 
 
 # ---- decoding -----------------------------------------------------------------------
-def fail(message: str):
-    raise PlanFormatError(f"invalid plan file: {message}")
-
-
 def expect(obj, kind, where: str):
     if kind is int:
         ok = isinstance(obj, int) and not isinstance(obj, bool)
@@ -73,9 +71,13 @@ def field(obj: dict, key: str, kind, where: str):
     return expect(obj[key], kind, f"{where}.{key}")
 
 
+def is_int(obj) -> bool:
+    return isinstance(obj, int) and not isinstance(obj, bool)
+
+
 def decode_type(shape, dtype, where: str) -> TensorType:
     expect(shape, list, f"{where} shape")
-    if len(shape) > MAX_RANK:
+    if len(shape) > MAX_RANK:  # before anything multiplies or parses the dims
         fail(f"{where} has rank {len(shape)} (at most {MAX_RANK})")
     for d in shape:
         if isinstance(d, str):
@@ -84,54 +86,58 @@ def decode_type(shape, dtype, where: str) -> TensorType:
             try:
                 coef, _ = dim_poly(d)
             except GraphcError:
-                fail(f"{where} has a bad symbolic dim {d!r}")
+                fail(f"{where} has a bad symbolic dim {show(d)}")
             if not 0 < coef <= MAX_DIM:
-                fail(f"{where} has a bad symbolic dim {d!r}")
-        elif not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM):
-            fail(f"{where} has a bad dim {d!r}")
+                fail(f"{where} has a bad symbolic dim {show(d)}")
+        elif not (is_int(d) and 0 <= d <= MAX_DIM):
+            fail(f"{where} has a bad dim {show(d)}")
     if not isinstance(dtype, str) or dtype not in DTYPES:
-        fail(f"{where} has dtype {dtype!r}, not one of {sorted(DTYPES)}")
+        fail(f"{where} has dtype {show(dtype)}, not one of {sorted(DTYPES)}")
     return TensorType(tuple(shape), DTYPES[dtype])
 
 
-def decode_graph(data: dict) -> tuple[Graph, list]:
-    expect(data, dict, "graph")
-    graph = Graph(field(data, "name", str, "graph"))
-    values = _decode_values(field(data, "values", list, "graph"))
+def decode_graph(fields) -> tuple[Graph, list]:
+    """``fields``: a ``plan_limits.Fields`` over the graph map."""
+    graph = Graph(expect(fields.get("name"), str, "graph.name"))
+    values = _decode_values(*fields.stream("values"))
     defined = [False] * len(values)
 
     def take(i, where, define=False):
-        if not (isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(values)):
-            fail(f"{where} refers to value {i!r}, which does not exist")
+        if not (is_int(i) and 0 <= i < len(values)):
+            fail(f"{where} refers to value {show(i)}, which does not exist")
         if define:
             if defined[i]:
-                fail(f"{where} defines value %{values[i].name} a second time")
+                fail(f"{where} defines value %{clip(values[i].name, 80)} a second time")
             defined[i] = True
         elif not defined[i]:
-            fail(f"{where} reads %{values[i].name} before it is defined (a cycle or a dangling input)")
+            fail(f"{where} reads %{clip(values[i].name, 80)} before it is defined (a cycle or a dangling input)")
         return values[i]
 
-    for i in field(data, "inputs", list, "graph"):
+    for i in expect(fields.get("inputs"), list, "graph.inputs"):
         graph.add_input(take(i, "graph.inputs", define=True))
-    for entry in field(data, "state", list, "graph"):
+    for entry in expect(fields.get("state"), list, "graph.state"):
         i, role = _pair(entry, "graph.state")
         if role not in STATE_ROLES:
-            fail(f"state role {role!r} is not one of {STATE_ROLES}")
+            fail(f"state role {show(role)} is not one of {STATE_ROLES}")
         value = take(i, "graph.state", define=True)
         if value.name in graph.state:
-            fail(f"duplicate state name {value.name!r}")
+            fail(f"duplicate state name {show(value.name)}")
         graph.add_state(value, role)
-    constants = [take(i, "graph.constants", define=True) for i in field(data, "constants", list, "graph")]
-    for k, entry in enumerate(field(data, "nodes", list, "graph")):
+    constants = [take(i, "graph.constants", define=True) for i in expect(fields.get("constants"), list,
+                                                                          "graph.constants")]
+    _, nodes = fields.stream("nodes")
+    for k, entry in enumerate(nodes):  # one at a time: the first bad node stops the load
         graph.nodes.append(_decode_node(entry, k, take))
-    graph.outputs = [take(i, "graph.outputs") for i in field(data, "outputs", list, "graph")]
-    graph.output_names = [expect(n, str, "graph.output_names") for n in field(data, "output_names", list, "graph")]
-    for entry in field(data, "updates", list, "graph"):
+    graph.outputs = [take(i, "graph.outputs") for i in expect(fields.get("outputs"), list, "graph.outputs")]
+    graph.output_names = [expect(n, str, "graph.output_names")
+                          for n in expect(fields.get("output_names"), list, "graph.output_names")]
+    for entry in expect(fields.get("updates"), list, "graph.updates"):
         name, i = _pair(entry, "graph.updates")
         if not isinstance(name, str) or name not in graph.state:
-            fail(f"update of unknown state {name!r}")
+            fail(f"update of unknown state {show(name)}")
         graph.updates[name] = take(i, "graph.updates")
-    graph.meta = check_meta(check_plain(field(data, "meta", dict, "graph"), "graph.meta"))
+    meta = expect(fields.get("meta"), dict, "graph.meta")
+    graph.meta = check_meta(check_plain(meta, "graph.meta", GRAPH_FIELDS["meta"]))
     return graph, constants
 
 
@@ -153,14 +159,14 @@ def check_meta(meta: dict) -> dict:
     return meta
 
 
-def _decode_values(raw: list) -> list:
+def _decode_values(count: int, entries) -> list:
     values = []
-    for k, entry in enumerate(raw):
+    for k, entry in enumerate(entries):
         expect(entry, list, f"value {k}")
         if len(entry) != 3:
             fail(f"value {k} should be [name, shape, dtype]")
         name = expect(entry[0], str, f"value {k} name")
-        values.append(Value(name, decode_type(entry[1], entry[2], f"value %{name}")))
+        values.append(Value(name, decode_type(entry[1], entry[2], f"value %{clip(name, 80)}")))
     return values
 
 
@@ -181,31 +187,73 @@ def _decode_node(entry, k: int, take) -> Node:
     try:
         opdef = get_op(op)
     except GraphcError:
-        fail(f"{where} uses unknown op {op!r} (only registered ops can be loaded)")
-    inputs = [take(i, f"{where} ({op}) inputs") for i in expect(ins, list, f"{where} inputs")]
-    outputs = [take(i, f"{where} ({op}) outputs", define=True) for i in expect(outs, list, f"{where} outputs")]
+        fail(f"{where} uses unknown op {show(op)} (only registered ops can be loaded)")
+    label = f"{where} ({op})"
+    inputs = [take(i, label) for i in expect(ins, list, f"{where} inputs")]
+    outputs = [take(i, label, define=True) for i in expect(outs, list, f"{where} outputs")]
+    # a node's entry holds at most 64 lists and maps (plan_limits), so the op's schema can
+    # neither recurse deeply on its attrs nor quote much of them (and its message is clipped)
+    if len(expect(attrs, dict, f"{where} attrs")) > MAX_NODE_ATTRS:
+        fail(f"{label} has {len(attrs)} attrs (at most {MAX_NODE_ATTRS})")
     try:
-        attrs = opdef.normalize_attrs(expect(attrs, dict, f"{where} attrs"))
+        attrs = opdef.normalize_attrs(attrs)
     except GraphcError as e:
-        fail(f"{where} ({op}): {e.message}")
-    meta = check_plain(expect(meta, dict, f"{where} meta"), f"{where} meta")
+        fail(f"{label}: {clip(e.message)}")
+    expect(meta, dict, f"{where} meta")
+    if len(meta) > MAX_NODE_META or not all(type(v) in _SCALARS for v in meta.values()):  # the usual: all scalars
+        check_plain(meta, f"{where} meta", NODE_META)
     return Node(op, inputs, outputs, attrs, meta)
 
 
-def check_plain(obj, where: str, depth: int = 0):
-    """Maps with str keys, lists, str, int, float, bool, None; nothing else, not too deep."""
-    if depth > 16:
-        fail(f"{where} is nested too deeply")
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            expect(key, str, f"{where} key")
-            check_plain(value, f"{where}.{key}", depth + 1)
-    elif isinstance(obj, list):
-        for value in obj:
-            check_plain(value, where, depth + 1)
-    elif not (obj is None or isinstance(obj, (str, int, float, bool))):
-        fail(f"{where} holds a {type(obj).__name__}")
+_SCALARS = frozenset([str, int, float, bool, type(None)])  # within a node's entry: short strings, 64-bit ints
+
+
+def check_plain(obj, where: str, limit: Limit, fail=fail):
+    """Maps with str keys, lists, str, int (64-bit), float, bool, None; nothing else, within
+    ``limit`` (nesting, entries, string bytes). Iterative: no input can exhaust the stack.
+    Saving passes its own ``fail`` (a GraphcError, not a PlanFormatError)."""
+    items = containers = 0
+    stack = [(obj, 0, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, (dict, list)):
+            containers += 1
+            items += len(value)
+            if depth >= limit.depth:
+                fail(f"{_place(where, path)} is nested more than {limit.depth} levels deep")
+            if len(value) > limit.length or items > limit.items or containers > limit.containers:
+                fail(f"{where} holds more than {limit.items} entries, {limit.containers} lists and maps, "
+                     f"or {limit.length} entries in one list or map")
+            if isinstance(value, list):
+                stack.extend((v, depth + 1, path) for v in value)
+                continue
+            for key, v in value.items():
+                if type(key) is not str:
+                    fail(f"{_place(where, path)} has a {type(key).__name__} key {show(key)}; keys must be strings")
+                stack.append((key, depth + 1, path))
+                stack.append((v, depth + 1, path + (key,)))
+        elif isinstance(value, str):
+            if len(value) * 4 > limit.string and not 0 <= _utf8_len(value) <= limit.string:  # 4: UTF-8's most
+                fail(f"{_place(where, path)} holds a string of {len(value)} characters that is not valid "
+                     f"Unicode or over {limit.string} bytes")
+        elif is_int(value):
+            if not -2**63 <= value < 2**64:
+                fail(f"{_place(where, path)} holds an integer that does not fit in 64 bits")
+        elif not (value is None or isinstance(value, (float, bool))):
+            fail(f"{_place(where, path)} holds a {type(value).__name__}")
     return obj
+
+
+def _utf8_len(text: str) -> int:
+    """Bytes in UTF-8, as msgpack counts them; -1 for a lone surrogate (msgpack cannot write it)."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return -1
+
+
+def _place(where: str, path: tuple) -> str:
+    return where + "".join(f".{clip(key, 40)}" for key in path[:4]) + (".(...)" if len(path) > 4 else "")
 
 
 def verify_loaded(graph: Graph) -> Graph:

@@ -3,25 +3,30 @@
 Layout: an outer map ``{magic, format_version, producer, kind, checksum, body}`` where
 ``body`` is the msgpack bytes of ``{graph, tensors, param_groups, rng, metadata}`` and
 ``checksum`` is its SHA-256. Loading checks magic, version and checksum before it parses
-the body, unpacks with size limits, and checks every field before allocating arrays.
-No pickle, no eval, no import by name: op names are looked up in the registry.
+the body, unpacks every field within the format's limits (``plan_limits``), and checks every
+field before allocating arrays. No pickle, no eval, no import by name: op names are looked
+up in the registry. Saving checks the same limits, so it never writes a file it cannot load.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 
 import msgpack
 import numpy as np
 
 from ..ir.errors import GraphcError, PlanFormatError
-from .plan_format import DTYPES, MAX_DIM, check_plain, decode_graph, encode_graph, expect, fail, field, verify_loaded
+from .atomic_write import write_atomically
+from .plan_format import (DTYPES, MAX_DIM, check_plain, decode_graph, encode_graph, expect, field, is_int,
+                          verify_loaded)
+from .plan_limits import (BODY_FIELDS, GRAPH_FIELDS, HEADER_FIELDS, HEADER_UNKNOWN, MAX_IO, MAX_NAME, MAX_NODES,
+                          MAX_PARAM_GROUPS, MAX_PRODUCER, MAX_RANK, MAX_SCHEDULERS, MAX_TENSORS, MAX_VALUES, METADATA,
+                          clip, fail, show)
+from .plan_unpack import Fields
 
 MAGIC = "graphc-plan"
 FORMAT_VERSION = (1, 1)  # 1.1: optional lr scheduler state and initial_lr (docs/format.md)
 KINDS = ("training", "inference")
-_LIMITS = dict(max_str_len=1 << 20, max_array_len=1 << 24, max_map_len=1 << 20, max_ext_len=0)
 
 
 def producer() -> str:
@@ -31,23 +36,57 @@ def producer() -> str:
 
 
 # ---- writing ------------------------------------------------------------------------
-def plan_to_bytes(plan, metadata: dict | None = None) -> bytes:
+def plan_to_bytes(plan, metadata: dict | None = None, where: str = "the plan") -> bytes:
+    """The file's bytes. A plan over the format's limits (docs/format.md) is a GraphcError
+    ``cannot save {where}: ...`` here, rather than a file that ``gc.load`` would refuse."""
+    def refuse(message: str):
+        raise GraphcError(f"cannot save {where}: {clip(message)}")
+
+    if not isinstance(metadata, (dict, type(None))):
+        refuse(f"plan.metadata must be a dict, not {type(metadata).__name__}")
     graph = plan.graph
+    _check_sizes(plan, refuse)  # cheap checks first: before the tensors' bytes are copied
+    metadata = check_plain(dict(metadata or {}), "metadata", METADATA, refuse)
+    schedulers = check_plain([_scheduler_record(s) for s in plan.lr_schedulers], "lr_schedulers",
+                             BODY_FIELDS["lr_schedulers"], refuse)
+    encoded = encode_graph(graph)
+    check_plain(encoded["meta"], "graph.meta", GRAPH_FIELDS["meta"], refuse)
     tensors = [_tensor_record(name, plan.backend.to_numpy(plan._state[name])) for name in graph.state]
     tensors += [_tensor_record(name, graph.constant_data[name]) for name in graph.constants]
     body = {
-        "graph": encode_graph(graph),
+        "graph": encoded,
         "tensors": tensors,
         "param_groups": [_group_record(g) for g in plan.param_groups],
-        "lr_schedulers": [_scheduler_record(s) for s in plan.lr_schedulers],
+        "lr_schedulers": schedulers,
         "rng": _rng_state(plan.rng),
-        "metadata": check_plain(dict(metadata or {}), "metadata"),
+        "metadata": metadata,
     }
     body_bytes = msgpack.packb(body, use_bin_type=True)
     return msgpack.packb({
         "magic": MAGIC, "format_version": list(FORMAT_VERSION), "producer": producer(), "kind": plan.kind,
         "checksum": "sha256:" + hashlib.sha256(body_bytes).hexdigest(), "body": body_bytes,
     }, use_bin_type=True)
+
+
+def _check_sizes(plan, refuse) -> None:
+    """The counts the loader limits (plan_limits), checked on the plan before it is encoded."""
+    graph = plan.graph
+    values = {id(v): v for v in [*graph.inputs, *graph.state.values(), *graph.constants.values(),
+                                 *(v for n in graph.nodes for v in n.outputs)]}
+    counts = (("nodes", len(graph.nodes), MAX_NODES), ("values", len(values), MAX_VALUES),
+              ("state entries and constants", len(graph.state) + len(graph.constants), MAX_TENSORS),
+              ("graph inputs", len(graph.inputs), MAX_IO), ("graph outputs", len(graph.outputs), MAX_IO),
+              ("param_groups", len(plan.param_groups), MAX_PARAM_GROUPS),
+              ("lr schedulers", len(plan.lr_schedulers), MAX_SCHEDULERS))
+    for what, count, most in counts:
+        if count > most:
+            refuse(f"the plan has {count} {what}; a plan file holds at most {most}")
+    for name in [graph.name, *graph.output_names, *(v.name for v in values.values())]:
+        if len(name) * 4 > MAX_NAME and len(name.encode("utf-8", "surrogatepass")) > MAX_NAME:
+            refuse(f"the name {clip(name, 80)} is over {MAX_NAME} bytes")
+    for v in values.values():
+        if len(v.type.shape) > MAX_RANK:
+            refuse(f"value {clip(v.name, 80)} has rank {len(v.type.shape)} (at most {MAX_RANK})")
 
 
 def _group_record(group: dict) -> dict:
@@ -60,7 +99,7 @@ def _group_record(group: dict) -> dict:
 def _scheduler_record(scheduler) -> dict:
     if isinstance(scheduler, dict):  # loaded without graphc's scheduler classes: kept as read
         return scheduler
-    return {"type": type(scheduler).__name__, "state": check_plain(scheduler.state_dict(), "lr scheduler state")}
+    return {"type": type(scheduler).__name__, "state": scheduler.state_dict()}  # checked in plan_to_bytes
 
 
 FILE_DTYPES = {np.dtype("float32"): "f32", np.dtype("float64"): "f64", np.dtype("int64"): "i64",
@@ -85,122 +124,86 @@ def _rng_state(rng: np.random.Generator) -> dict:
 
 
 def save_plan(plan, path, metadata: dict | None = None) -> None:
-    """Write atomically: a temporary file in the same folder, fsync, then ``os.replace``."""
-    data = plan_to_bytes(plan, metadata)
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".graphc-", suffix=".tmp", dir=folder)
-    except OSError as e:
-        raise GraphcError(f"cannot save plan to {path!r}: {e.strerror}") from None
-    try:
-        os.chmod(tmp, _file_mode(path))
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _file_mode(path: str) -> int:
-    """Keep an existing file's permissions; new files get the usual 0o666 minus the umask."""
-    try:
-        return os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    """Write atomically (``atomic_write``); every failure is a GraphcError naming ``path``."""
+    path = os.fsdecode(path)
+    write_atomically(path, plan_to_bytes(plan, metadata, where=f"plan to {path}"), what="plan")
 
 
 # ---- reading ------------------------------------------------------------------------
 def read_document(data: bytes) -> dict:
-    """Check the outer map, the version and the checksum; return the unpacked body and header."""
-    outer = _unpack(data, "header", max_bin_len=len(data))
-    expect(outer, dict, "file")
-    if outer.get("magic") != MAGIC:
+    """Check the header, the version and the checksum. The body comes back as ``Fields``: a
+    view of ``data``, located but not unpacked."""
+    header = Fields(data, "file", HEADER_FIELDS, unknown=HEADER_UNKNOWN)
+    if header.get("magic", None) != MAGIC:
         fail("not a graphc plan (bad magic)")
-    version = field(outer, "format_version", list, "file")
-    if len(version) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in version):
-        fail(f"bad format_version {version!r}")
+    version = expect(header.get("format_version"), list, "file.format_version")
+    if len(version) != 2 or not all(is_int(v) and v >= 0 for v in version):
+        fail(f"bad format_version {show(version)}")
     if version[0] > FORMAT_VERSION[0]:
         raise PlanFormatError(f"plan format {version[0]}.{version[1]} is newer than this graphc supports "
                               f"({FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}); upgrade graphc to load it")
-    kind = field(outer, "kind", str, "file")
+    producer_name = expect(header.get("producer"), str, "file.producer")
+    if len(producer_name) > MAX_PRODUCER:
+        fail(f"file.producer is {len(producer_name)} characters long (at most {MAX_PRODUCER})")
+    kind = expect(header.get("kind"), str, "file.kind")
     if kind not in KINDS:
-        fail(f"kind {kind!r} is not one of {KINDS}")
-    body_bytes = field(outer, "body", bytes, "file")
-    checksum = field(outer, "checksum", str, "file")
-    if checksum != "sha256:" + hashlib.sha256(body_bytes).hexdigest():
+        fail(f"kind {show(kind)} is not one of {KINDS}")
+    body = header.bin("body")
+    checksum = expect(header.get("checksum"), str, "file.checksum")
+    if checksum != "sha256:" + hashlib.sha256(body).hexdigest():
         fail("checksum mismatch: the file is corrupted")
-    body = _unpack(body_bytes, "body", max_bin_len=len(body_bytes))
-    expect(body, dict, "body")
-    return {"header": outer, "body": body, "kind": kind}
+    return {"body": Fields(body, "body", BODY_FIELDS), "kind": kind, "producer": producer_name,
+            "format_version": tuple(version)}
 
 
-def _unpack(data: bytes, what: str, max_bin_len: int):
-    try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True, max_bin_len=max_bin_len, **_LIMITS)
-    except (msgpack.exceptions.ExtraData, msgpack.exceptions.OutOfData) as e:
-        reason = "truncated" if isinstance(e, msgpack.exceptions.OutOfData) else "trailing bytes"
-        fail(f"not a graphc plan file, or a damaged one: the {what} is not one msgpack document ({reason})")
-    except (msgpack.exceptions.UnpackException, ValueError, TypeError, OverflowError, RecursionError) as e:
-        if "incomplete" in str(e):
-            fail(f"not a graphc plan file, or a truncated one ({what}: {e})")
-        fail(f"the {what} is not valid msgpack ({type(e).__name__}: {e})")
-
-
-def decode_tensors(records, expected: dict) -> dict:
+def decode_tensors(count: int, records, expected: dict) -> dict:
     """Check every record (name, dtype allowlist, shape, byte count) against the graph's
-    ``expected`` types before building any array."""
-    expect(records, list, "tensors")
-    if len(records) != len(expected):
-        fail(f"{len(records)} tensors stored, the graph needs {len(expected)}")
+    ``expected`` types before building its array; records arrive one at a time."""
+    if count != len(expected):
+        fail(f"{count} tensors stored, the graph needs {len(expected)}")
     arrays = {}
     for k, rec in enumerate(records):
         where = f"tensor {k}"
         expect(rec, dict, where)
         name = field(rec, "name", str, where)
         if name in arrays:
-            fail(f"duplicate tensor name {name!r}")
+            fail(f"duplicate tensor name {show(name)}")
         if name not in expected:
-            fail(f"tensor {name!r} is not a state entry or constant of the graph")
+            fail(f"tensor {show(name)} is not a state entry or constant of the graph")
         dtype = field(rec, "dtype", str, where)
         if dtype not in DTYPES:
-            fail(f"tensor {name!r} has dtype {dtype!r}, not one of {sorted(DTYPES)}")
+            fail(f"tensor {show(name)} has dtype {show(dtype)}, not one of {sorted(DTYPES)}")
         shape = field(rec, "shape", list, where)
+        if len(shape) > MAX_RANK:  # before the product below (a million dims is a million-digit int)
+            fail(f"tensor {show(name)} has rank {len(shape)} (at most {MAX_RANK})")
         count = 1
         for d in shape:
-            if not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM):
-                fail(f"tensor {name!r} has a bad dim {d!r}")
+            if not (is_int(d) and 0 <= d <= MAX_DIM):
+                fail(f"tensor {show(name)} has a bad dim {show(d)}")
             count *= d  # Python ints: no overflow
         want = expected[name]
         if tuple(shape) != want.shape or DTYPES[dtype] is not want.dtype:
-            fail(f"tensor {name!r} is {dtype}{shape}, the graph says {want}")
+            fail(f"tensor {show(name)} is {dtype}{shape}, the graph says {want}")
         data = field(rec, "data", bytes, where)
         np_dtype = DTYPES[dtype].numpy.newbyteorder("<")
         if count * np_dtype.itemsize != len(data):
-            fail(f"tensor {name!r}: shape {shape} x {np_dtype.itemsize} bytes != {len(data)} bytes of data")
+            fail(f"tensor {show(name)}: shape {shape} x {np_dtype.itemsize} bytes != {len(data)} bytes of data")
         arrays[name] = np.frombuffer(data, dtype=np_dtype).astype(DTYPES[dtype].numpy).reshape(shape)
     return arrays
 
 
 def load_plan(path, device="cpu"):
-    """Read a plan file; every problem raises ``PlanFormatError``."""
+    """Read a plan file; every problem raises ``PlanFormatError`` naming ``path``."""
+    path = os.fsdecode(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise PlanFormatError(f"cannot read plan file {os.fspath(path)!r}: {e.strerror}") from None
-    return plan_from_bytes(data, device)
+        raise PlanFormatError(f"cannot read plan file {path}: {e.strerror or e}") from None
+    try:
+        return plan_from_bytes(data, device)
+    except PlanFormatError as e:
+        raise PlanFormatError(f"{path}: {e.message}") from None
 
 
 def plan_from_bytes(data: bytes, device="cpu"):
@@ -209,28 +212,28 @@ def plan_from_bytes(data: bytes, device="cpu"):
     doc = read_document(data)
     body = doc["body"]
     try:
-        graph, constants = decode_graph(field(body, "graph", dict, "body"))
+        graph, constants = decode_graph(body.fields("graph"))
         expected = {v.name: v.type for v in [*graph.state.values(), *constants]}
-        arrays = decode_tensors(field(body, "tensors", list, "body"), expected)
+        arrays = decode_tensors(*body.stream("tensors"), expected)
         for value in constants:
             graph.add_constant(value, arrays[value.name])
         verify_loaded(graph)
         _check_kind(doc["kind"], graph)
-        groups = _param_groups(field(body, "param_groups", list, "body"), graph)
+        groups = _param_groups(expect(body.get("param_groups"), list, "param_groups"), graph)
         schedulers = _schedulers(expect(body.get("lr_schedulers", []), list, "lr_schedulers"))
-        rng_state = _decode_rng(field(body, "rng", dict, "body"))
-        metadata = check_plain(expect(body.get("metadata", {}), dict, "metadata"), "metadata")
+        rng_state = _decode_rng(expect(body.get("rng"), dict, "rng"))
+        metadata = check_plain(expect(body.get("metadata", {}), dict, "metadata"), "metadata", METADATA)
     except PlanFormatError:
         raise
     except (GraphcError, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as e:
-        fail(f"{type(e).__name__}: {e}")
+        fail(f"{type(e).__name__}: {clip(e)}")
     state = {name: arrays[name] for name in graph.state}
     plan = Plan(graph, state, device=device, kind=doc["kind"], param_groups=groups)
     plan.rng.bit_generator.state = rng_state
     plan.metadata = metadata
     plan.lr_schedulers = schedulers
-    plan.producer = doc["header"].get("producer")
-    plan.format_version = tuple(doc["header"]["format_version"])
+    plan.producer = doc["producer"]
+    plan.format_version = doc["format_version"]
     return plan
 
 
@@ -246,7 +249,7 @@ def _check_kind(kind: str, graph) -> None:
 def _param_groups(groups: list, graph) -> list:
     hyper = graph.meta.get("hyper_inputs", [])
     if not isinstance(hyper, list) or len(groups) != len(hyper):
-        fail(f"{len(groups)} param_groups for hyper inputs {hyper!r}")
+        fail(f"{len(groups)} param_groups for hyper inputs {show(hyper)}")
     out = []
     for g in groups:
         expect(g, dict, "param_groups entry")
@@ -255,9 +258,6 @@ def _param_groups(groups: list, graph) -> list:
             group["initial_lr"] = float(field(g, "initial_lr", (int, float), "param_groups entry"))
         out.append(group)
     return out
-
-
-MAX_SCHEDULERS = 16  # a plan is driven by a few schedulers at most
 
 
 def _schedulers(entries: list) -> list:
@@ -272,16 +272,16 @@ def _schedulers(entries: list) -> list:
         state = field(entry, "state", dict, "lr_schedulers entry")
         for key, value in state.items():
             values = value if isinstance(value, list) else [value]
-            if len(values) > 1 << 16 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                for v in values):
-                fail(f"lr scheduler {kind[:40]!r} state {str(key)[:40]!r} must be a number or a list of numbers")
+            if len(values) > MAX_PARAM_GROUPS or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                         for v in values):
+                fail(f"lr scheduler {show(kind)} state {show(key)} must be a number or a list of numbers")
         out.append({"type": kind, "state": state})
     return out
 
 
 def _decode_rng(st: dict) -> dict:
     if st.get("bit_generator") != "PCG64":
-        fail(f"unsupported RNG {st.get('bit_generator')!r}")
+        fail(f"unsupported RNG {show(st.get('bit_generator'))}")
     try:
         state, inc = (int(field(st, key, str, "rng")[:33], 16) for key in ("state", "inc"))
     except ValueError:

@@ -1,11 +1,14 @@
 """The plan file (DESIGN.md section 6, docs/format.md): resuming training in a fresh process,
-deterministic bytes, atomic saves (SIGKILL mid-save and injected failures), the v1.0 golden
+deterministic bytes, atomic saves (SIGKILL mid-save; injected ENOSPC/EFBIG/EIO from open, write,
+fsync, close and replace, each a GraphcError naming the path; a failing folder fsync; stale
+temporary files of killed saves removed by the next save), the v1.0 golden
 file, and hostile files (truncated, bit-flipped, huge length prefixes, deep nesting, lying
 tensor records, unknown ops, cycles, newer versions, ext types, pickle payloads, fuzzed
 msgpack trees), memory bounds while refusing them, and a source check of the load path."""
 from __future__ import annotations
 
 import copy
+import errno
 import functools
 import hashlib
 import os
@@ -13,6 +16,7 @@ import pickle
 import random
 import re
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -325,6 +329,9 @@ SAVE_LOOP_CHILD = """
 """
 
 
+TEMP_NAME = re.compile(r"\.plan\.graphc\.graphc-tmp-[0-9a-f]{8}-[0-9]+-[0-9a-f]{8}")
+
+
 def test_sigkill_mid_save_leaves_a_loadable_file(tmp_path):
     gc.manual_seed(0)
     model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 8))  # ~1 MiB file
@@ -352,9 +359,12 @@ def test_sigkill_mid_save_leaves_a_loadable_file(tmp_path):
         gens.append(loaded.metadata["gen"])
         np.testing.assert_array_equal(loaded(x), expected)
         others = sorted(p.name for p in tmp_path.iterdir() if p.name != path.name)
-        # a SIGKILLed save may leave its own temporary file behind, never anything else
-        assert all(re.fullmatch(r"\.graphc-.*\.tmp", name) for name in others), others
+        # a SIGKILLed save may leave its own temporary file behind, never anything else, and the
+        # next save removes it: at most one at a time
+        assert len(others) <= 1 and all(TEMP_NAME.fullmatch(name) for name in others), others
     assert all(isinstance(g, int) and g >= 0 for g in gens), gens  # each child did save over the file
+    plan.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
 
 @pytest.fixture
@@ -373,60 +383,77 @@ def _assert_untouched(path, old):
     gc.load(path)
 
 
-def test_failed_replace_leaves_old_file_and_no_temp(good_file, monkeypatch):
-    path, old, plan = good_file
+def _fail_with(code, calls=None):
+    """A replacement for an os function that raises OSError(code) (after ``calls`` real calls)."""
+    def broken(*args, **kwargs):
+        raise OSError(code, os.strerror(code) + " (simulated)")
+    return broken
 
-    def broken_replace(src, dst, *a, **k):
-        raise OSError(28, "No space left on device (simulated)")
 
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="simulated"):
+def _refused_save(plan, path, code):
+    with pytest.raises(gc.GraphcError) as info:
         plan.save(path)
+    message = str(info.value)
+    assert str(path) in message and os.strerror(code) in message, message
+    assert "graphc-tmp" not in message, message  # the user's path, not the temporary file
+    assert isinstance(info.value.__cause__, OSError) and info.value.__cause__.errno == code
+    return message
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EFBIG, errno.EIO])
+@pytest.mark.parametrize("function", ["replace", "fsync", "open"])
+def test_failed_save_is_a_graphc_error_leaving_the_old_file_and_no_temp(good_file, monkeypatch, function, code):
+    path, old, plan = good_file
+    monkeypatch.setattr(os, function, _fail_with(code))
+    _refused_save(plan, path, code)
     monkeypatch.undo()
     _assert_untouched(path, old)
 
 
-def test_failed_write_leaves_old_file_and_no_temp(good_file, monkeypatch):
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EFBIG, errno.EIO])
+def test_failed_write_after_a_partial_write_leaves_the_old_file_and_no_temp(good_file, monkeypatch, code):
     path, old, plan = good_file
-    real_fdopen = os.fdopen
+    real_write = os.write
+    calls = []
 
-    class HalfWriter:
-        def __init__(self, f):
-            self.f = f
+    def half_then_fail(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, data[:len(data) // 2])  # a short write: the rest must follow
+        raise OSError(code, os.strerror(code) + " (simulated)")
 
-        def write(self, data):
-            self.f.write(data[:len(data) // 2])
-            self.f.flush()
-            raise OSError(28, "No space left on device (simulated)")
+    monkeypatch.setattr(os, "write", half_then_fail)
+    _refused_save(plan, path, code)
+    monkeypatch.undo()
+    assert len(calls) == 2, calls
+    _assert_untouched(path, old)
 
-        def __getattr__(self, name):
-            return getattr(self.f, name)
 
-        def __enter__(self):
-            return self
+def test_short_writes_are_completed(good_file, monkeypatch):
+    path, _, plan = good_file
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[:1000]))
+    plan.save(path)
+    monkeypatch.undo()
+    assert gc.load(path).metadata == {"version": 2}
 
-        def __exit__(self, *exc):
-            self.f.close()
-            return False
 
-    monkeypatch.setattr(os, "fdopen", lambda *a, **k: HalfWriter(real_fdopen(*a, **k)))
-    with pytest.raises(OSError, match="simulated"):
-        plan.save(path)
+def test_failed_close_leaves_the_old_file_and_no_temp(good_file, monkeypatch):
+    path, old, plan = good_file
+    real_close = os.close
+
+    def close_fails(fd):
+        real_close(fd)
+        raise OSError(errno.EIO, "Input/output error (simulated)")
+
+    monkeypatch.setattr(os, "close", close_fails)
+    _refused_save(plan, path, errno.EIO)
     monkeypatch.undo()
     _assert_untouched(path, old)
 
 
-def test_failed_fsync_and_interrupt_leave_old_file(good_file, monkeypatch):
+def test_interrupted_save_leaves_old_file(good_file, monkeypatch):
     path, old, plan = good_file
-
-    def broken_fsync(fd):
-        raise OSError(5, "Input/output error (simulated)")
-
-    monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(OSError, match="simulated"):
-        plan.save(path)
-    monkeypatch.undo()
-    _assert_untouched(path, old)
 
     def interrupted_replace(src, dst, *a, **k):
         raise KeyboardInterrupt
@@ -441,14 +468,75 @@ def test_failed_fsync_and_interrupt_leave_old_file(good_file, monkeypatch):
 def test_failed_first_save_leaves_nothing(tmp_path, monkeypatch):
     gc.manual_seed(0)
     plan = gc.compile(nn.Linear(3, 2).eval(), example_inputs=(np.ones((2, 3), np.float32),))
-    def broken_replace(src, dst, *a, **k):
-        raise OSError("simulated")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="simulated"):
-        plan.save(tmp_path / "new.graphc")
+    monkeypatch.setattr(os, "replace", _fail_with(errno.ENOSPC))
+    _refused_save(plan, tmp_path / "new.graphc", errno.ENOSPC)
     monkeypatch.undo()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_folder_sync_after_the_replace_warns_and_keeps_the_new_file(good_file, monkeypatch):
+    """docs/design-notes.md: the new file is complete and in place, so the save succeeded;
+    only the rename's durability is in doubt, which a RuntimeWarning says."""
+    path, old, plan = good_file
+    real_fsync = os.fsync
+
+    def fsync_fails_on_folders(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EIO, "Input/output error (simulated)")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_fails_on_folders)
+    with pytest.warns(RuntimeWarning, match="in place") as record:
+        plan.save(path)
+    monkeypatch.undo()
+    assert str(path) in str(record[0].message) and "graphc-tmp" not in str(record[0].message)
+    assert gc.load(path).metadata == {"version": 2} and path.read_bytes() != old
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_stale_temp_files_are_removed_by_the_next_save(good_file):
+    """Killed saves leave temporary files; a later save of the same file removes those whose
+    process is gone, or that are an hour old, and nothing else (never a live save's)."""
+    from graphc.executor import atomic_write
+
+    path, _, plan = good_file
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = atomic_write._HOST
+    try:
+        names = {
+            "dead": f".plan.graphc.graphc-tmp-{host}-{dead.pid}-0123abcd",
+            "old": f".plan.graphc.graphc-tmp-{host}-{alive.pid}-4567abcd",
+            "old other host": f".plan.graphc.graphc-tmp-00000000-{alive.pid}-89abcdef",
+            "live": f".plan.graphc.graphc-tmp-{host}-{alive.pid}-0000abcd",
+            "other host": f".plan.graphc.graphc-tmp-00000000-{dead.pid}-1111abcd",
+            "mine": f".plan.graphc.graphc-tmp-{host}-{os.getpid()}-2222abcd",
+            "other target": f".other.graphc.graphc-tmp-{host}-{dead.pid}-3333abcd",
+            "not a temp": f".plan.graphc.graphc-tmp-{host}-{dead.pid}-xyz",
+            "user file": "plan.graphc.bak",
+        }
+        for name in names.values():
+            (path.parent / name).write_bytes(b"x" * 100)
+        hour_ago = time.time() - 2 * atomic_write.STALE_SECONDS
+        for key in ("old", "old other host"):
+            os.utime(path.parent / names[key], (hour_ago, hour_ago))
+        plan.save(path)
+    finally:
+        alive.kill()
+        alive.wait()
+    left = {p.name for p in path.parent.iterdir()}
+    removed = {key for key, name in names.items() if name not in left}
+    assert removed == {"dead", "old", "old other host"}, removed
+    assert gc.load(path).metadata == {"version": 2}
+
+
+def test_temp_file_names_for_long_target_names(tmp_path):
+    gc.manual_seed(0)
+    plan = gc.compile(nn.Linear(3, 2).eval(), example_inputs=(np.ones((2, 3), np.float32),))
+    path = tmp_path / ("n" * 240 + ".graphc")
+    plan.save(path)
+    assert gc.load(path) is not None and [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_save_keeps_file_permissions(good_file):
@@ -1111,7 +1199,8 @@ trees = st.recursive(leaves, lambda children: st.lists(children, max_size=6)
                      | st.dictionaries(st.text(max_size=10), children, max_size=6), max_leaves=40)
 small_trees = st.recursive(leaves, lambda children: st.lists(children, max_size=4)
                            | st.dictionaries(st.text(max_size=6), children, max_size=4), max_leaves=8)
-FUZZ = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+FUZZ = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+                database=None)  # deterministic and bounded: about 5 s in all on a 2-core machine
 
 
 def _only_plan_format_error(data: bytes):
@@ -1225,7 +1314,8 @@ def test_tensor_disagreeing_with_graph_is_refused_before_arrays_are_built():
 
 
 # ---- source check ---------------------------------------------------------------------------------------------
-LOAD_PATH = ["executor/serialize.py", "executor/plan_format.py", "executor/plan.py", "executor/program.py",
+LOAD_PATH = ["executor/serialize.py", "executor/plan_format.py", "executor/plan_limits.py", "executor/plan_unpack.py",
+             "executor/plan.py", "executor/program.py",
              *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ir").glob("*.py"))]
 FORBIDDEN_NAMES = {"pickle", "cPickle", "_pickle", "marshal", "shelve", "__import__", "importlib", "dill",
                    "cloudpickle", "joblib", "__builtins__"}
