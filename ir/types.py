@@ -17,13 +17,15 @@ BATCH = "N"
 
 
 class DType(enum.Enum):
-    """Element types a graph value can have. float16 is reserved for later backends."""
+    """Element types a graph value can have. float16 is reserved for later backends; uint8
+    is for raw data such as images (cast it to float in the model, as PyTorch code does)."""
 
     float32 = "f32"
     float64 = "f64"
     int64 = "i64"
     bool = "b1"
     float16 = "f16"
+    uint8 = "u8"
 
     @property
     def short(self) -> str:
@@ -50,17 +52,17 @@ class DType(enum.Enum):
             key = None
         if key in _BY_NAME:
             return _BY_NAME[key]
-        raise ShapeError(f"unsupported dtype {dtype!r}; graphc supports float32, float64, int64, bool")
+        raise ShapeError(f"unsupported dtype {dtype!r}; graphc supports float32, float64, int64, uint8, bool")
 
 
 _NUMPY_NAMES = {DType.float32: "float32", DType.float64: "float64", DType.int64: "int64",
-                DType.bool: "bool", DType.float16: "float16"}
+                DType.bool: "bool", DType.float16: "float16", DType.uint8: "uint8"}
 _BY_NAME = {**{d.name: d for d in DType}, **{d.value: d for d in DType}}
-_RANK = {DType.bool: 0, DType.int64: 1, DType.float16: 2, DType.float32: 3, DType.float64: 4}
+_RANK = {DType.bool: 0, DType.uint8: 1, DType.int64: 2, DType.float16: 3, DType.float32: 4, DType.float64: 5}
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Result dtype of a binary op (bool < int64 < float16 < float32 < float64)."""
+    """Result dtype of a binary op (bool < uint8 < int64 < float16 < float32 < float64)."""
     return a if _RANK[a] >= _RANK[b] else b
 
 

@@ -18,8 +18,8 @@ def _reduce(name):
         dtype = x.dtype
         if name == "mean" and not dtype.is_float:
             raise ShapeError(f"mean needs a floating-point input, got {dtype.name}")
-        if name == "sum" and dtype is DType.bool:
-            dtype = DType.int64
+        if name == "sum" and dtype in (DType.bool, DType.uint8):
+            dtype = DType.int64  # PyTorch sums small integer types in int64
         return [TensorType(reduced_shape(x.shape, axes, attrs["keepdim"]), dtype)]
     return rule
 
