@@ -13,17 +13,23 @@ from .ir.errors import (DeviceError, GraphcError, NonFiniteError, PlanFormatErro
 from .ir.types import DType
 
 float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.int64, DType.bool, DType.float16
+uint8 = DType.uint8
+# PyTorch's aliases (torch.float ...); left out of __all__ so `from graphc import *` keeps the builtin float
+float, double, long, half = float32, float64, int64, float16  # noqa: A001
 
 from .random import manual_seed  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from .creation import (arange, cat, concat, from_numpy, full, no_grad, ones, ones_like, rand, randn,  # noqa: E402
-                       stack, tensor, zeros, zeros_like)
+from .device import device  # noqa: E402
+from .creation import (arange, as_tensor, cat, concat, empty, enable_grad, from_numpy, full,  # noqa: E402
+                       inference_mode, no_grad, ones, ones_like, rand, randn, stack, tensor, zeros, zeros_like)
 from . import functions as _functions, surface as _surface  # noqa: E402
+from . import inplace as _inplace, reductions as _reductions, shaping as _shaping  # noqa: E402,F401
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
+from .serialization import save  # noqa: E402
 from . import data, debug, optim  # noqa: E402
 from . import viz  # noqa: E402
 from .executor import Plan  # noqa: E402
@@ -32,7 +38,8 @@ from ._version import __version__  # noqa: E402  (the one place the version is w
 
 __all__ = sorted({
     "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError",
-    "Tensor", "TraceError", "VerifyError", "arange", "bool_", "cat", "compile", "concat", "data", "debug", "export",
-    "float16", "float32", "float64", "from_numpy", "full", "int64", "load", "manual_seed", "nn", "no_grad", "ones",
-    "ones_like", "optim", "rand", "randn", "stack", "tensor", "trace", "viz", "zeros", "zeros_like",
+    "Tensor", "TraceError", "VerifyError", "arange", "as_tensor", "bool_", "cat", "compile", "concat", "data", "debug",
+    "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
+    "inference_mode", "int64", "load", "manual_seed", "nn", "no_grad", "ones", "ones_like",
+    "optim", "rand", "randn", "save", "stack", "tensor", "trace", "uint8", "viz", "zeros", "zeros_like",
     *_surface.TOP_LEVEL})

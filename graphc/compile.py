@@ -130,10 +130,17 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
                 memory_budget=memory_budget)
 
 
-def load(path, device="cpu", memory_budget=None) -> Plan:
-    """Load a plan file saved by ``plan.save`` or ``gc.export``; it needs no model code.
-    ``memory_budget`` as in :func:`compile` (a hostile file's huge intermediates are refused
-    before they are allocated).
+def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_only=True):
+    """Load what ``gc.save``, ``plan.save`` or ``gc.export`` wrote, telling them apart by the
+    file's first bytes: a plan file gives a ``Plan`` (it needs no model code), a safetensors
+    file a dict of numpy arrays (for ``model.load_state_dict``). Pickles (``torch.save``
+    files) are refused with the way to convert them: graphc never unpickles.
+
+    ``device`` and ``memory_budget`` are the plan's, as in :func:`compile` (a hostile file's
+    huge intermediates are refused before they are allocated). ``map_location`` and
+    ``weights_only`` are accepted so that ``torch.load(path, map_location="cpu",
+    weights_only=True)`` runs as written: state dicts always load as host arrays, and
+    ``load_state_dict`` puts them where the model is.
 
     >>> import numpy as np, graphc as gc, tempfile, os
     >>> from graphc import nn
@@ -142,6 +149,17 @@ def load(path, device="cpu", memory_budget=None) -> Plan:
     >>> gc.load(path)(np.ones((3, 4), np.float32)).shape
     (3, 2)
     """
+    from .serialization import load_safetensors, refuse, sniff
+
+    kind = sniff(path)
+    if kind == "safetensors":
+        return load_safetensors(path)
+    if kind in ("pickle", "torch-zip", "zip"):
+        refuse(path, kind)
+    return _load_plan(path, device, memory_budget)
+
+
+def _load_plan(path, device, memory_budget) -> Plan:
     from .executor.serialize import load_plan
     from .optim.lr_scheduler import restore
 

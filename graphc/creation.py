@@ -1,5 +1,11 @@
-"""Creating tensors (``gc.tensor``, ``zeros``, ``randn`` ...) and free functions on them."""
+"""Creating tensors (``gc.tensor``, ``zeros``, ``randn`` ...) and free functions on them.
+
+Every factory takes PyTorch's ``device=`` (``"cpu"``, ``"cuda:N"`` or a ``gc.device``), so
+``torch.arange(T, device=x.device)`` in a model file works as written.
+"""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -16,8 +22,18 @@ def _dtype(dtype, default=_DEFAULT_FLOAT):
     return DType.from_any(dtype).numpy if dtype is not None else np.dtype(default)
 
 
-def tensor(data, dtype=None) -> Tensor:
-    """An eager tensor from array-like data (Python floats become float32, ints int64).
+def _place(array: np.ndarray, device) -> Tensor:
+    """A Tensor holding ``array`` on ``device`` (None: the CPU, without copying)."""
+    if device is None:
+        return Tensor(array)
+    from .executor.backends import get_backend
+
+    return Tensor(get_backend(str(device)).asarray(array))
+
+
+def tensor(data, dtype=None, device=None) -> Tensor:
+    """An eager tensor from array-like data (Python floats become float32, ints int64; numpy
+    arrays keep their dtype, uint8 images included).
 
     >>> import graphc as gc
     >>> gc.tensor([1.0, 2.0]).dtype
@@ -32,68 +48,95 @@ def tensor(data, dtype=None) -> Tensor:
     elif array.dtype == np.float64 and not isinstance(data, np.ndarray):
         array = array.astype(_DEFAULT_FLOAT)
     DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
-    return Tensor(np.ascontiguousarray(array) if array.ndim else array)
+    return _place(np.ascontiguousarray(array) if array.ndim else array, device)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor``, but shares a numpy array's memory when no conversion is needed.
+
+    >>> import numpy as np, graphc as gc
+    >>> a = np.zeros(2, np.float32)
+    >>> gc.as_tensor(a).numpy() is a
+    True
+    """
+    same_dtype = dtype is None or isinstance(data, np.ndarray) and DType.from_any(dtype).numpy == data.dtype
+    if isinstance(data, np.ndarray) and same_dtype and device in (None, "cpu") and data.flags.c_contiguous:
+        return from_numpy(data)
+    return tensor(data, dtype, device)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """Wrap a numpy array without copying (its dtype is kept)."""
+    """Wrap a numpy array without copying (its dtype is kept).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.from_numpy(np.zeros((2, 2), np.uint8)).dtype
+    <DType.uint8: 'u8'>
+    """
     if not isinstance(array, np.ndarray):
         raise GraphcError(f"from_numpy expects a numpy array, got {type(array).__name__}")
     DType.from_any(array.dtype)
     return Tensor(array)
 
 
-def zeros(*shape, dtype=None) -> Tensor:
-    return Tensor(np.zeros(shape_args(shape), dtype=_dtype(dtype)))
+def zeros(*shape, dtype=None, device=None) -> Tensor:
+    return _place(np.zeros(shape_args(shape), dtype=_dtype(dtype)), device)
 
 
-def ones(*shape, dtype=None) -> Tensor:
-    return Tensor(np.ones(shape_args(shape), dtype=_dtype(dtype)))
+def ones(*shape, dtype=None, device=None) -> Tensor:
+    return _place(np.ones(shape_args(shape), dtype=_dtype(dtype)), device)
 
 
-def full(shape, value, dtype=None) -> Tensor:
-    return Tensor(np.full(tuple(shape), value, dtype=_dtype(dtype)))
+def empty(*shape, dtype=None, device=None) -> Tensor:
+    """Like ``zeros`` (graphc never hands out uninitialised memory)."""
+    return zeros(*shape, dtype=dtype, device=device)
 
 
-def rand(*shape, dtype=None) -> Tensor:
+def full(shape, value, dtype=None, device=None) -> Tensor:
+    """``shape`` filled with ``value``; the dtype follows the value as in PyTorch (bool, int64, float32).
+
+    >>> import graphc as gc
+    >>> gc.full((2,), 3).dtype, gc.full((2,), 0.5).dtype
+    (<DType.int64: 'i64'>, <DType.float32: 'f32'>)
+    """
+    if dtype is None:
+        dtype = DType.bool if isinstance(value, bool) else DType.int64 if isinstance(value, int) else None
+    return _place(np.full(tuple(shape_args(shape)), value, dtype=_dtype(dtype)), device)
+
+
+def rand(*shape, dtype=None, device=None) -> Tensor:
     """Uniform [0, 1) samples from graphc's seeded generator."""
-    return Tensor(generator().random(shape_args(shape)).astype(_dtype(dtype)))
+    return _place(generator().random(shape_args(shape)).astype(_dtype(dtype)), device)
 
 
-def randn(*shape, dtype=None) -> Tensor:
+def randn(*shape, dtype=None, device=None) -> Tensor:
     """Standard normal samples from graphc's seeded generator."""
-    return Tensor(generator().standard_normal(shape_args(shape)).astype(_dtype(dtype)))
+    return _place(generator().standard_normal(shape_args(shape)).astype(_dtype(dtype)), device)
 
 
-def zeros_like(t: Tensor, dtype=None) -> Tensor:
-    return zeros(*t.shape, dtype=dtype if dtype is not None else t.dtype)
+def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:
+    return zeros(*t.shape, dtype=dtype if dtype is not None else t.dtype, device=device)
 
 
-def ones_like(t: Tensor, dtype=None) -> Tensor:
-    return ones(*t.shape, dtype=dtype if dtype is not None else t.dtype)
+def ones_like(t: Tensor, dtype=None, device=None) -> Tensor:
+    return ones(*t.shape, dtype=dtype if dtype is not None else t.dtype, device=device)
 
 
-def arange(start, stop=None, step=1, dtype=None) -> Tensor:
-    """Like ``torch.arange``: ints give int64, floats float32."""
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    """Like ``torch.arange``: ints give int64, floats float32.
+
+    >>> import graphc as gc
+    >>> gc.arange(3).numpy().tolist(), gc.arange(0, 1, 0.5).dtype
+    ([0, 1, 2], <DType.float32: 'f32'>)
+    """
     values = np.arange(start, stop, step) if stop is not None else np.arange(start)
     if dtype is None:
         dtype = DType.int64 if values.dtype.kind in "iu" else DType.float32
-    return Tensor(values.astype(_dtype(dtype)))
+    return _place(values.astype(_dtype(dtype)), device)
 
 
 def stack(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     return cat([t.unsqueeze(dim) for t in tensors], dim=dim)
-
-
-class no_grad:
-    """Accepted for PyTorch compatibility: eager graphc never records gradients."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -103,3 +146,46 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = cat
 
 
+class no_grad:
+    """Accepted for PyTorch compatibility, as ``with gc.no_grad():`` or as a decorator
+    (``@gc.no_grad()`` or ``@gc.no_grad``): graphc's eager tensors record no gradients, and
+    compiled plans compute the ones they need themselves.
+
+    >>> import graphc as gc
+    >>> @gc.no_grad()
+    ... def predict(x):
+    ...     return x * 2
+    >>> predict(gc.ones(2)).numpy().tolist()
+    [2.0, 2.0]
+    """
+
+    def __new__(cls, func=None):
+        instance = super().__new__(cls)
+        return instance if func is None else instance(func)  # bare @no_grad, as PyTorch allows
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, func):
+        if not callable(func):
+            raise GraphcError(f"{type(self).__name__}() decorates functions, got {type(func).__name__}")
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Accepted for PyTorch compatibility (a context manager and decorator that changes nothing)."""
+
+
+class inference_mode(no_grad):
+    """``torch.inference_mode(mode=True)``: accepted for compatibility, like ``no_grad``."""
+
+    def __new__(cls, mode=True):
+        return super().__new__(cls, mode if callable(mode) else None)

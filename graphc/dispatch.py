@@ -40,7 +40,7 @@ def weak_dtype(scalar, others) -> DType:
 
 def eager_backend(tensors):
     """The backend all eager inputs live on (mixing devices is an error, as in PyTorch)."""
-    backends = {backend_of(t.data).name: backend_of(t.data) for t in tensors}
+    backends = {backend_of(t.array).name: backend_of(t.array) for t in tensors}
     if len(backends) > 1:
         raise DeviceError(f"tensors on different devices in one op: {sorted(backends)}; move them with .to()")
     return next(iter(backends.values()), NUMPY)
@@ -53,11 +53,11 @@ def _run_eager(op, args, attrs):
     attrs = opdef.normalize_attrs(attrs)
     tensors = [a for a in args if isinstance(a, Tensor)]
     backend = eager_backend(tensors)
-    tensor_dtypes = [DType.from_any(a.data.dtype) for a in tensors]
+    tensor_dtypes = [DType.from_any(a.array.dtype) for a in tensors]
     arrays = []
     for a in args:
         if isinstance(a, Tensor):
-            arrays.append(a.data)
+            arrays.append(a.array)
         else:
             arrays.append(backend.xp.asarray(a, dtype=weak_dtype(a, tensor_dtypes).numpy))
     in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]

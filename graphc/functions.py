@@ -94,3 +94,81 @@ def flatten(input, start_dim=0, end_dim=-1):
     (2, 12)
     """
     return apply("flatten", [input], {"start_dim": start_dim, "end_dim": end_dim})
+
+
+# ---- masks and triangles (composites of ``where``) -------------------------------------------------
+import numpy as np  # noqa: E402  (this section's imports, kept with it: later sections append below)
+
+from .executor.backends import backend_of  # noqa: E402
+from .ir.errors import GraphcError, ShapeError, TraceError  # noqa: E402
+from .ir.types import is_static  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+
+
+@torchsymbol(functional=False)
+def masked_fill(input, mask, value):
+    """``value`` where ``mask`` (a bool tensor broadcastable to ``input``) is True, else
+    ``input``: ``where(mask, value, input)``, so no gradient reaches the filled elements. The
+    value takes ``input``'s dtype, as in PyTorch.
+
+    >>> import graphc as gc
+    >>> x = gc.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> x.masked_fill(gc.tril(gc.ones(2, 2)) == 0, float("-inf")).numpy().tolist()
+    [[1.0, -inf], [3.0, 4.0]]
+    """
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
+        raise GraphcError(f"masked_fill: mask must be a bool tensor, got {got} (compare first: mask == 0)")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got shape {value.shape}")
+        value = value.cast(input.dtype)
+    elif input.dtype.name == "bool":
+        value = bool(value)
+    elif not input.dtype.is_float:
+        value = int(value)  # a Python int stays in the tensor's integer dtype
+    out = apply("where", [mask, value, input])
+    if out.dims != input.dims:
+        raise ShapeError(f"masked_fill: mask of shape {mask.dims} does not broadcast to the input's {input.dims}")
+    return out
+
+
+def _triangle(input, diagonal: int, lower: bool, what: str):
+    """``where(mask, input, 0)`` with a constant mask over the last two dims."""
+    if input.ndim < 2:
+        raise ShapeError(f"{what} needs at least 2 dims, got shape {input.dims}")
+    rows, cols = input.dims[-2:]
+    if not (is_static(rows) and is_static(cols)):
+        raise TraceError(f"{what} over the batch dim of a traced tensor ({input.dims}): the mask would depend on "
+                         "the batch size; put the matrix dims last", input._tracer.user_location())
+    keep = np.tri(rows, cols, int(diagonal), dtype=bool)
+    if not lower:
+        keep = ~np.tri(rows, cols, int(diagonal) - 1, dtype=bool)
+    if input._tracer is None:
+        keep = backend_of(input.array).asarray(keep)  # on the input's device
+    zero = False if input.dtype.name == "bool" else 0
+    return apply("where", [Tensor(keep), input, zero])
+
+
+@torchsymbol(functional=False)
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (``j - i <= diagonal``), zeros above. On a
+    constant (``gc.ones(T, T).tril()``) it runs at once, also inside a traced model; on a
+    traced tensor it records ``where`` with a constant mask.
+
+    >>> import graphc as gc
+    >>> gc.ones(3, 3).tril().numpy().astype(int).tolist()
+    [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    """
+    return _triangle(input, diagonal, True, "tril")
+
+
+@torchsymbol(functional=False)
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (``j - i >= diagonal``), zeros below.
+
+    >>> import graphc as gc
+    >>> gc.ones(2, 3).triu(1).numpy().astype(int).tolist()
+    [[0, 1, 1], [0, 0, 1]]
+    """
+    return _triangle(input, diagonal, False, "triu")

@@ -1,19 +1,18 @@
 """``graphc.Tensor``: eager when it holds an array, symbolic while tracing (holds a Value).
 
 Every method funnels through :func:`graphc.dispatch.apply`, so the same code builds the
-graph when traced and computes when eager.
+graph when traced and computes when eager. This file holds what a tensor *is* (shape,
+dtype, device, conversions, operators); reductions, shape methods and in-place methods are
+declared in graphc/reductions.py, graphc/shaping.py and graphc/inplace.py (graphc.surface
+installs them), elementwise functions in graphc/functions.py.
 """
 from __future__ import annotations
-
-from collections import namedtuple
 
 import numpy as np
 
 from .dispatch import apply
 from .ir.errors import GraphcError, TraceError
 from .ir.types import DType, dim_poly
-
-MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
 
 class SymInt(int):
@@ -86,11 +85,27 @@ class Tensor:
 
     __array_ufunc__ = None  # make numpy defer: np_array + tensor calls Tensor.__radd__
     __hash__ = object.__hash__
+    requires_grad = False  # nn.Parameter sets its own
 
     def __init__(self, data=None, *, _value=None, _tracer=None):
-        self.data = data
+        self.array = data  # the numpy (or cupy) array of an eager tensor; None while traced
         self._value = _value
         self._tracer = _tracer
+
+    @property
+    def data(self):
+        """The backing array of an eager tensor (``nn.Parameter.data`` is instead a Tensor
+        sharing it, as PyTorch's ``.data`` is; see docs/design-notes.md). Assigning rebinds it.
+
+        >>> import graphc as gc
+        >>> type(gc.zeros(2).data).__name__
+        'ndarray'
+        """
+        return self.array if self._tracer is None else self
+
+    @data.setter
+    def data(self, value):
+        self.array = value.array if isinstance(value, Tensor) else value
 
     # ---- what it is -------------------------------------------------------------
     @property
@@ -100,31 +115,42 @@ class Tensor:
     @property
     def shape(self) -> tuple:
         if self._tracer is None:
-            return tuple(self.data.shape)
+            return tuple(self.array.shape)
         return self._tracer.example_shape(self._value.type)
 
     @property
     def dims(self) -> tuple:
         """The shape with symbolic dims as their symbols (``("N", 10)``): for graphc's own
         shape checks, which must not turn the batch size into a plain number."""
-        return self._value.type.shape if self._tracer is not None else tuple(self.data.shape)
+        return self._value.type.shape if self._tracer is not None else tuple(self.array.shape)
 
     @property
     def dtype(self) -> DType:
-        return self._value.type.dtype if self._tracer is not None else DType.from_any(self.data.dtype)
+        return self._value.type.dtype if self._tracer is not None else DType.from_any(self.array.dtype)
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
     def dim(self) -> int:
+        """The number of dims (``ndim``)."""
         return self.ndim
 
     def size(self, dim=None):
+        """The shape, or one dim's size (``x.size(-1)``); the batch dim stays symbolic when traced.
+
+        >>> import graphc as gc
+        >>> x = gc.zeros(2, 3)
+        >>> x.size(), x.size(-1), x.dim(), x.numel()
+        ((2, 3), 3, 2, 6)
+        """
         return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
+        """The number of elements (a traced batch dim counts at its example size)."""
         return int(np.prod(self.shape, dtype=np.int64))
+
+    nelement = numel
 
     def __len__(self) -> int:
         if not self.shape:
@@ -141,11 +167,12 @@ class Tensor:
         return (self[i] for i in range(self.shape[0]))
 
     @property
-    def device(self) -> str:
-        """``"cpu"`` or ``"cuda:N"``."""
+    def device(self):
+        """A ``gc.device``: ``device(type='cpu')`` or ``device(type='cuda', index=N)``."""
+        from .device import device
         from .executor.backends import backend_of
 
-        return "cpu" if self._tracer is not None else backend_of(self.data).name
+        return device("cpu" if self._tracer is not None else backend_of(self.array).name)
 
     # ---- leaving graphc ---------------------------------------------------------
     def _concrete(self, what: str):
@@ -153,7 +180,7 @@ class Tensor:
             raise TraceError(f"{what} needs a concrete value, but this tensor is being traced "
                              "(data-dependent Python control flow cannot be compiled; use gc.where "
                              "or keep the decision outside the model)", self._tracer.user_location())
-        return self.data
+        return self.array
 
     def numpy(self) -> np.ndarray:
         from .executor.backends import backend_of
@@ -187,20 +214,30 @@ class Tensor:
     def __index__(self):
         return int(self._concrete("using a tensor as an index"))
 
-    def to(self, target) -> "Tensor":
-        """``t.to("cpu")``, ``t.to("cuda")`` or ``t.to(gc.float64)`` (a dtype casts)."""
-        try:
-            dtype = DType.from_any(target)
-        except GraphcError:
-            dtype = None
-        if dtype is not None and not (isinstance(target, str) and target.startswith(("cpu", "cuda"))):
-            return self.cast(dtype)
-        from .executor.backends import backend_of, get_backend
+    def to(self, *args, **kwargs) -> "Tensor":
+        """PyTorch's forms: ``t.to(gc.float64)``, ``t.to("cuda")``, ``t.to(gc.device("cpu"),
+        gc.float32)``, ``t.to(device=..., dtype=...)``, ``t.to(other)`` (its device and dtype).
+        Returns ``t`` itself when nothing changes; ``copy=True`` always copies.
 
-        backend = get_backend(target)
-        if self._tracer is not None or backend is backend_of(self.data):
-            return self
-        return Tensor(backend.asarray(backend_of(self.data).to_numpy(self.data)))
+        >>> import graphc as gc
+        >>> gc.zeros(2).to("cpu", gc.float64).dtype
+        <DType.float64: 'f64'>
+        """
+        from .device import parse_to
+
+        target, dtype, copy = parse_to(args, kwargs)
+        out = self if dtype is None else self.cast(dtype)
+        if target is not None and self._tracer is None:
+            from .executor.backends import backend_of, get_backend
+
+            backend, source = get_backend(target), backend_of(self.array)
+            if backend is not source:
+                out = Tensor(backend.asarray(source.to_numpy(out.array)))
+        return out.clone() if copy and out is self else out
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        """Cast to ``other``'s dtype."""
+        return self.cast(other.dtype)
 
     def detach(self) -> "Tensor":
         return self
@@ -209,16 +246,19 @@ class Tensor:
         return self
 
     def clone(self) -> "Tensor":
-        return self if self._tracer is not None else Tensor(self.data.copy())
+        return self if self._tracer is not None else Tensor(self.array.copy())
 
     def cpu(self) -> "Tensor":
         return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
     def __repr__(self) -> str:
         if self._tracer is not None:
             return f"Tensor(symbolic %{self._value.name}:{self._value.type})"
         body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="Tensor(")
-        device = self.device
+        device = str(self.device)
         return f"Tensor({body}, dtype={self.dtype.name}" + (f", device='{device}')" if device != "cpu" else ")")
 
     # ---- arithmetic ---------------------------------------------------------------
@@ -244,8 +284,8 @@ class Tensor:
     def __ge__(self, o): return apply("ge", [self, o])
     def __invert__(self): return apply("logical_not", [self])
 
-    # exp, log, relu, sigmoid, clamp, eq, flatten, ... are declared once in graphc/functions.py
-    # (graphc.surface installs them here and as gc.x and F.x).
+    # exp, log, relu, clamp, eq, sum, max, reshape, split, normal_, ... are declared once in
+    # graphc/functions.py, reductions.py, shaping.py and inplace.py (graphc.surface installs them).
     def softmax(self, dim): return apply("softmax", [self], {"dim": dim})
     def log_softmax(self, dim): return apply("log_softmax", [self], {"dim": dim})
 
@@ -255,84 +295,27 @@ class Tensor:
 
     def float(self): return self.cast(DType.float32)
     def double(self): return self.cast(DType.float64)
+    def half(self): return self.cast(DType.float16)
     def long(self): return self.cast(DType.int64)
+    def byte(self): return self.cast(DType.uint8)
     def bool(self): return self.cast(DType.bool)
-
-    # ---- reductions ---------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        return apply("sum", [self], {"dims": _dims(dim), "keepdim": keepdim})
-
-    def mean(self, dim=None, keepdim=False):
-        return apply("mean", [self], {"dims": _dims(dim), "keepdim": keepdim})
-
-    def max(self, dim=None, keepdim=False):
-        """Like PyTorch: with ``dim`` returns ``(values, indices)``; without, the max element."""
-        if isinstance(dim, Tensor):
-            return apply("maximum", [self, dim])
-        if dim is None:
-            return apply("max", [self], {"dims": None, "keepdim": False})
-        values = apply("max", [self], {"dims": (dim,), "keepdim": keepdim})
-        return MaxResult(values, self.argmax(dim, keepdim))
-
-    def min(self, dim=None, keepdim=False):
-        """Like ``max`` (``(values, indices)`` with a dim), through ``-max(-x)``."""
-        if isinstance(dim, Tensor):
-            return apply("minimum", [self, dim])
-        if dim is None:
-            return -apply("max", [-self], {"dims": None, "keepdim": False})
-        neg = -self
-        values = -apply("max", [neg], {"dims": (dim,), "keepdim": keepdim})
-        return MaxResult(values, neg.argmax(dim, keepdim))
-
-    def amax(self, dim=None, keepdim=False):
-        return apply("max", [self], {"dims": _dims(dim), "keepdim": keepdim})
-
-    def argmax(self, dim=None, keepdim=False):
-        return apply("argmax", [self], {"dim": dim, "keepdim": keepdim})
-
-    # ---- shape ------------------------------------------------------------------
-    def reshape(self, *shape):
-        return apply("reshape", [self], {"shape": dims_attr(shape_args(shape))})
-
-    view = reshape
-
-    def permute(self, *dims):
-        return apply("permute", [self], {"perm": list(shape_args(dims))})
-
-    def transpose(self, dim0, dim1):
-        perm = list(range(self.ndim))
-        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-        return self.permute(perm)
 
     @property
     def T(self):
+        """All dims reversed (the transpose of a matrix)."""
         return self.permute(list(reversed(range(self.ndim))))
 
-    def unsqueeze(self, dim):
-        shape = list(self.shape)
-        shape.insert(dim % (len(shape) + 1), 1)
-        return self.reshape(shape)
-
-    def squeeze(self, dim=None):
-        shape = list(self.shape)
-        if dim is None:
-            keep = [d for d in shape if isinstance(d, SymInt) or d != 1]
-        else:
-            dim = dim % max(len(shape), 1)
-            keep = shape[:dim] + shape[dim + 1:] if shape and not isinstance(shape[dim], SymInt) and shape[dim] == 1 \
-                else shape
-        return self.reshape(keep)
-
-    def expand(self, *shape):
-        return apply("broadcast_to", [self], {"shape": dims_attr(shape_args(shape))})
+    @property
+    def mT(self):
+        """The last two dims swapped (a batch of matrices, transposed)."""
+        return self.transpose(-2, -1)
 
     def __getitem__(self, index):
         from .indexing import getitem
 
         return getitem(self, index)
 
+    def __setitem__(self, index, value):
+        from .inplace import setitem
 
-def _dims(dim):
-    if dim is None:
-        return None
-    return (dim,) if isinstance(dim, int) else tuple(dim)
+        setitem(self, index, value)

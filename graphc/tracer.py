@@ -72,11 +72,11 @@ class Tracer:
         buffers = dict(root.named_buffers())
         for name, tensor in root.state_dict_tensors().items():
             role = "buffer" if name in buffers else "param"
-            value = Value(name, TensorType(tensor.data.shape, DType.from_any(tensor.data.dtype)))
+            value = Value(name, TensorType(tensor.array.shape, DType.from_any(tensor.array.dtype)))
             self.graph.add_state(value, role)
             self.builder.reserve(name)
             self.values[id(tensor)] = value
-            self.state_arrays[name] = tensor.data
+            self.state_arrays[name] = tensor.array
 
     # ---- inputs and outputs -------------------------------------------------------
     def add_input(self, name: str, array: np.ndarray, batch: bool):
@@ -117,11 +117,11 @@ class Tracer:
             value = self.values.get(id(x))
             if value is None:
                 if self.root_type is not None and getattr(x, "requires_grad", False):
-                    raise TraceError(f"a Parameter of shape {tuple(x.data.shape)} that is not part of the traced "
+                    raise TraceError(f"a Parameter of shape {tuple(x.array.shape)} that is not part of the traced "
                                      f"{self.root_type} is used here; register it on the model (an nn.Module "
                                      "attribute or register_parameter) so it is saved and trained",
                                      self.user_location())
-                value = self.builder.constant(x.numpy(), DType.from_any(x.data.dtype))
+                value = self.builder.constant(x.numpy(), DType.from_any(x.array.dtype))
                 self.values[id(x)] = value
                 self.keep_alive.append(x)
             return value

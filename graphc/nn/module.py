@@ -14,20 +14,34 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 
 class Parameter(Tensor):
-    """A trainable tensor of a Module (always holds a numpy array).
+    """A trainable tensor of a Module (always eager). ``p.data`` is a Tensor sharing its array,
+    as in PyTorch, so ``p.data.normal_(0, 0.01)`` initialises it in place; ``p.array`` is
+    the array itself.
 
     >>> import numpy as np
     >>> from graphc import nn
-    >>> nn.Parameter(np.zeros(3, np.float32)).shape
-    (3,)
+    >>> p = nn.Parameter(np.zeros(3, np.float32))
+    >>> p.shape, p.data.fill_(1.0) is not p, p.numpy().tolist()
+    ((3,), True, [1.0, 1.0, 1.0])
     """
 
-    def __init__(self, data, requires_grad: bool = True):
-        array = data.data if isinstance(data, Tensor) else np.asarray(data)
+    def __init__(self, data=None, requires_grad: bool = True):
+        if data is None:
+            data = np.empty(0, np.float32)  # PyTorch's Parameter() is an empty float tensor
+        array = data.array if isinstance(data, Tensor) else np.asarray(data)
         if array.dtype == np.float64 and not isinstance(data, (np.ndarray, Tensor)):
             array = array.astype(np.float32)
         super().__init__(np.require(array, requirements="C"))  # ascontiguousarray makes 0-d into 1-d
         self.requires_grad = requires_grad
+
+    @property
+    def data(self) -> Tensor:
+        """A plain Tensor sharing this parameter's array: in-place methods on it change the parameter."""
+        return Tensor(self.array)
+
+    @data.setter
+    def data(self, value):  # PyTorch's ``p.data = t`` rebinds the parameter to t's storage
+        self.array = value.array if isinstance(value, Tensor) else value
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -193,7 +207,7 @@ class Module:
 
     def state_dict(self) -> "OrderedDict[str, np.ndarray]":
         """Parameters and persistent buffers as numpy arrays (sharing storage, like PyTorch)."""
-        return OrderedDict((k, t.data) for k, t in self.state_dict_tensors().items())
+        return OrderedDict((k, t.array) for k, t in self.state_dict_tensors().items())
 
     def load_state_dict(self, state_dict, strict: bool = True):
         """Copy arrays in (a PyTorch state_dict converted with ``.numpy()`` loads unchanged)."""
@@ -206,12 +220,12 @@ class Module:
             if key not in state_dict:
                 continue
             src = state_dict[key]
-            src = src.data if isinstance(src, Tensor) else np.asarray(src)
-            if src.shape != tensor.data.shape:
+            src = src.array if isinstance(src, Tensor) else np.asarray(src)
+            if src.shape != tensor.array.shape:
                 raise ShapeError(f"load_state_dict: {key} has shape {tuple(src.shape)}, "
-                                 f"the model expects {tuple(tensor.data.shape)}")
+                                 f"the model expects {tuple(tensor.array.shape)}")
             # In place, so compiled plans that share this storage see the new values.
-            tensor.data[...] = backend_of(tensor.data).asarray(np.asarray(src).astype(tensor.data.dtype))
+            tensor.array[...] = backend_of(tensor.array).asarray(np.asarray(src).astype(tensor.array.dtype))
         return IncompatibleKeys(missing, unexpected)
 
     def train(self, mode: bool = True):
@@ -232,14 +246,14 @@ class Module:
         if isinstance(device, DType) or (isinstance(device, str) and device in {d.name for d in DType}):
             dtype = DType.from_any(device).numpy
             for t in self.state_dict_tensors().values():
-                if t.data.dtype.kind == "f":
-                    t.data = t.data.astype(dtype)
+                if t.array.dtype.kind == "f":
+                    t.array = t.array.astype(dtype)
             return self
         backend = get_backend(device)
         for t in self.state_dict_tensors().values():
-            source = backend_of(t.data)
+            source = backend_of(t.array)
             if source is not backend:
-                t.data = backend.asarray(source.to_numpy(t.data))
+                t.array = backend.asarray(source.to_numpy(t.array))
         return self
 
     def double(self):

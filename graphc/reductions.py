@@ -1,0 +1,110 @@
+"""Reductions declared once for ``Tensor.x`` and ``gc.x`` (PyTorch has no ``F.sum``):
+sum, mean over one dim or a list of dims; max/min (values and indices with a dim, as
+PyTorch); amax; argmax/argmin.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from .dispatch import apply
+from .surface import torchsymbol
+from .tensor import Tensor
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+_METHOD_AND_TOP = dict(functional=False)
+
+
+def _dims(dim):
+    if dim is None:
+        return None
+    return (dim,) if isinstance(dim, int) else tuple(dim)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def sum(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    """Sum over ``dim`` (an int, a list/tuple of dims, or None for all). bool and uint8 sum
+    in int64, as in PyTorch.
+
+    >>> import graphc as gc
+    >>> gc.ones(2, 3, 4).sum((0, 2)).numpy().tolist()
+    [8.0, 8.0, 8.0]
+    """
+    return apply("sum", [input], {"dims": _dims(dim), "keepdim": keepdim})
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def mean(input, dim=None, keepdim=False):
+    """Mean over ``dim`` (an int, a list/tuple of dims, or None for all); floats only.
+
+    >>> import graphc as gc
+    >>> gc.ones(2, 3).mean([0, 1], keepdim=True).shape
+    (1, 1)
+    """
+    return apply("mean", [input], {"dims": _dims(dim), "keepdim": keepdim})
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def max(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    """Like PyTorch: with ``dim`` returns ``(values, indices)``; without, the max element;
+    with a tensor, the elementwise maximum.
+
+    >>> import graphc as gc
+    >>> values, indices = gc.tensor([[1.0, 5.0], [7.0, 2.0]]).max(1)
+    >>> values.numpy().tolist(), indices.numpy().tolist()
+    ([5.0, 7.0], [1, 0])
+    """
+    if isinstance(dim, Tensor):
+        return apply("maximum", [input, dim])
+    if dim is None:
+        return apply("max", [input], {"dims": None, "keepdim": False})
+    values = apply("max", [input], {"dims": (dim,), "keepdim": keepdim})
+    return MaxResult(values, argmax(input, dim, keepdim))
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def min(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    """Like ``max`` (``(values, indices)`` with a dim), through ``-max(-x)``.
+
+    >>> import graphc as gc
+    >>> gc.tensor([3.0, -1.0, 2.0]).min().item()
+    -1.0
+    """
+    if isinstance(dim, Tensor):
+        return apply("minimum", [input, dim])
+    if dim is None:
+        return -apply("max", [-input], {"dims": None, "keepdim": False})
+    neg = -input
+    values = -apply("max", [neg], {"dims": (dim,), "keepdim": keepdim})
+    return MaxResult(values, argmax(neg, dim, keepdim))
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def amax(input, dim=None, keepdim=False):
+    """Max over one or several dims (values only; ties share the gradient evenly)."""
+    return apply("max", [input], {"dims": _dims(dim), "keepdim": keepdim})
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest element along ``dim`` (of the flattened tensor when None); the
+    first one at ties; NaN counts as the largest, as in PyTorch.
+
+    >>> import graphc as gc
+    >>> gc.tensor([[1.0, 5.0], [7.0, 2.0]]).argmax(dim=0).numpy().tolist()
+    [1, 0]
+    """
+    return apply("argmax", [input], {"dim": dim, "keepdim": keepdim})
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest element along ``dim``: ``argmax(-x)`` (first at ties). bool
+    tensors compare as 0/1.
+
+    >>> import graphc as gc
+    >>> gc.tensor([[1.0, 5.0], [7.0, 2.0]]).argmin(1).numpy().tolist()
+    [0, 1]
+    """
+    if input.dtype.name in ("bool", "uint8"):
+        input = input.long()  # -x is not defined for bool and wraps around in uint8
+    return argmax(-input, dim, keepdim)
