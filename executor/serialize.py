@@ -87,6 +87,9 @@ def _check_sizes(plan, refuse) -> None:
     for v in values.values():
         if len(v.type.shape) > MAX_RANK:
             refuse(f"value {clip(v.name, 80)} has rank {len(v.type.shape)} (at most {MAX_RANK})")
+        if v.type.dtype.short not in DTYPES:  # the loader's allowlist: never write what it refuses
+            refuse(f"value {clip(v.name, 80)} has dtype {v.type.dtype.name}, which a plan file cannot hold "
+                   f"(it holds {', '.join(d.name for d in DTYPES.values())})")
 
 
 def _group_record(group: dict) -> dict:

@@ -226,6 +226,18 @@ def test_metadata_beyond_the_limits_is_refused_at_save(tmp_path):
     assert gc.load(tmp_path / "m.graphc").metadata == plan.metadata
 
 
+def test_a_dtype_the_loader_refuses_is_refused_at_save(tmp_path, monkeypatch):
+    """Whatever the graph's dtypes (uint8 inputs, say), save never writes a file gc.load refuses."""
+    from graphc.executor import serialize
+
+    gc.manual_seed(0)
+    plan = gc.compile(nn.Linear(3, 2).eval(), example_inputs=(np.ones((2, 3), np.float32),))
+    monkeypatch.setattr(serialize, "DTYPES", {k: v for k, v in serialize.DTYPES.items() if k != "f32"})
+    with pytest.raises(gc.GraphcError, match="float32, which a plan file cannot hold"):
+        plan.save(tmp_path / "p.graphc")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_large_real_plan_still_loads():
     gc.manual_seed(0)
     layers = [m for _ in range(40) for m in (nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU())]
