@@ -23,6 +23,7 @@ from .device import device  # noqa: E402
 from .creation import (arange, as_tensor, cat, concat, empty, enable_grad, from_numpy, full,  # noqa: E402
                        inference_mode, no_grad, ones, ones_like, rand, randn, stack, tensor, zeros, zeros_like)
 from . import functions as _functions, surface as _surface  # noqa: E402
+from . import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
 from . import inplace as _inplace, reductions as _reductions, shaping as _shaping  # noqa: E402,F401
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/functions.py

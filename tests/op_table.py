@@ -8,6 +8,7 @@ for convolution and pooling), never graphc's kernels, and compute in float64.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -135,6 +136,9 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+_erf = np.vectorize(math.erf, otypes=[F64])  # Python's erf, element by element (the kernel is Cody's)
+
+
 UNARY_FLOAT = {  # op -> (reference in float64, input generator over the op's domain)
     "exp": (np.exp, lambda shape, dt: randn(*shape, dtype=dt)),
     "log": (np.log, lambda shape, dt: uniform(0.1, 3.0, *shape, dtype=dt)),
@@ -143,6 +147,7 @@ UNARY_FLOAT = {  # op -> (reference in float64, input generator over the op's do
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), lambda shape, dt: uniform(0.1, 3.0, *shape, dtype=dt)),
     "tanh": (np.tanh, lambda shape, dt: randn(*shape, dtype=dt, scale=2.0)),
     "sigmoid": (_sigmoid, lambda shape, dt: randn(*shape, dtype=dt, scale=3.0)),
+    "erf": (_erf, lambda shape, dt: randn(*shape, dtype=dt, scale=2.0)),
 }
 
 
@@ -164,6 +169,11 @@ def _unary_table():
     sig = np.array([-40.0, -15.0, -1.0, 0.5, 15.0, 40.0], F32)
     table["sigmoid"].append(S([sig], ew(_sigmoid), "large-magnitude"))
     table["exp"].append(S([np.array([-80.0, -3.0, 0.0, 3.0, 80.0])], ew(np.exp), "wide-range-f64"))
+    # erf's kernel switches formula at |x| = 0.46875 and 4 (Cody's three ranges): both sides of each.
+    # (inf and NaN: tests/test_nn_modules_torch.py; here they would spoil the torch_ref fingerprint)
+    erf_points = np.array([-27.0, -6.0, -4.0001, -4.0, -0.46876, -0.46875, -1e-30, 0.0, 1e-8, 0.46875, 0.46876,
+                           3.9999, 4.0, 5.9, 6.5])
+    table["erf"].append(S([erf_points], ew(_erf), "range-edges-f64", grad=False))
     nz = lambda shape, dt: nonzero(*shape, dtype=dt)  # noqa: E731  (no kinks at exactly 0)
     for op, fn in {"neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, 0.0),
                    "sign": np.sign}.items():

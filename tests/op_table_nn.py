@@ -154,6 +154,26 @@ def _bn_inputs(shape, dtype=F32, contiguous=True):
     return [x if contiguous else fortran(x)] + params
 
 
+def _embedding_ref(ins, attrs):
+    indices, weight = ins
+    return [np.take(weight, indices, axis=0)]  # PyTorch's F.embedding: the selected rows, copied
+
+
+def _embedding_samples():
+    """(indices, weight): indices lead, so their first dim becomes the symbolic batch dim."""
+    r = _embedding_ref
+    return [
+        S([ints(0, 7, 3, 5), randn(7, 4)], r, "2d-indices"),
+        # padding_idx's row gets no gradient by definition (PyTorch's), which finite differences cannot see
+        S([np.array([2, 0, 5, 2]), randn(7, 3)], r, "1d-indices-padding", {"padding_idx": 2}, grad=False),
+        S([np.array([[1, 1, 1], [0, 6, 1]]), randn(7, 2)], r, "repeated-rows"),
+        S([ints(0, 5, 2, 3, 2), randn(5, 3, dtype=F64)], r, "3d-indices-f64"),
+        S([strided(ints(0, 6, 3, 4)), fortran(randn(6, 3))], r, "noncontig"),
+        S([ints(0, 9, 1, 4), randn(9, 5)], r, "batch1"),
+        S([np.array(3), randn(5, 2)], r, "0d-index", dynamic=False),  # else the weight's rows would be N
+    ]
+
+
 def nn_table():
     conv, mm, lin = _conv2d_ref, _matmul_ref, _linear_ref
     t = {}
@@ -272,6 +292,7 @@ def nn_table():
             S([randn(1, 6)], r, "batch1", {"dim": -1}),
             S([randn()], r, "0d", {"dim": 0}),
         ]
+    t["embedding"] = _embedding_samples()
     oh = _one_hot_ref
     t["one_hot"] = [
         S([np.array([0, 3, 1, 2, 3])], oh, "f32", {"num_classes": 4}, grad=False),
@@ -440,6 +461,29 @@ def _conv_grad_samples(ref, second, attrs_key):
     return samples
 
 
+def _embedding_grad_ref(ins, attrs):
+    g, indices = ins[0].astype(F64), ins[1]
+    out = np.zeros((attrs["num_embeddings"], g.shape[-1]))
+    for index, row in zip(indices.reshape(-1), g.reshape(-1, g.shape[-1])):  # repeated rows add up
+        out[index] += row
+    if attrs.get("padding_idx") is not None:
+        out[attrs["padding_idx"]] = 0.0
+    return [out.astype(ins[0].dtype)]
+
+
+def _embedding_grad_samples():
+    r = _embedding_grad_ref
+    return [
+        S([randn(3, 5, 4), ints(0, 7, 3, 5)], r, "2d-indices", {"num_embeddings": 7}),
+        S([randn(4, 3), np.array([2, 0, 2, 5])], r, "padding-row-zero", {"num_embeddings": 6, "padding_idx": 2}),
+        S([randn(2, 3, 2), np.array([[1, 1, 1], [0, 6, 1]])], r, "repeated-rows-add", {"num_embeddings": 7}),
+        S([randn(2, 3, 2, 3, dtype=F64), ints(0, 5, 2, 3, 2)], r, "f64", {"num_embeddings": 5, "padding_idx": 0}),
+        S([fortran(randn(3, 4)), strided(ints(0, 6, 3))], r, "noncontig", {"num_embeddings": 6}),
+        S([randn(1, 4, 5), ints(0, 9, 1, 4)], r, "batch1", {"num_embeddings": 9}),
+        S([randn(2), np.array(3)], r, "0d-index", {"num_embeddings": 4}, dynamic=False),
+    ]
+
+
 def backward_table():
     t = {}
     for kind in ("relu", "sigmoid", "tanh"):
@@ -538,6 +582,7 @@ def backward_table():
         S([fortran(randn(2, 3, 4, 4))], ag, "noncontig", {"input_size": (6, 6)}),
         S([randn(1, 3, 2, 2)], ag, "batch1", {"input_size": (4, 4)}),
     ]
+    t["embedding_grad"] = _embedding_grad_samples()
     t["batch_norm_train_grad"] = [
         S(_bn_grad_inputs((2, 3, 4, 4)), _bn_grad_ref, "4d"),
         S(_bn_grad_inputs((5, 3)), _bn_grad_ref, "2d"),

@@ -237,6 +237,7 @@ def _torch_ops() -> dict:
     ops = {
         "exp": unary(torch.exp), "log": unary(torch.log), "log1p": unary(torch.log1p), "sqrt": unary(torch.sqrt),
         "rsqrt": unary(torch.rsqrt), "tanh": unary(torch.tanh), "sigmoid": unary(torch.sigmoid),
+        "erf": unary(torch.erf),
         "neg": unary(torch.neg), "abs": unary(torch.abs), "relu": unary(torch.relu), "sign": unary(torch.sign),
         "add": binary(torch.add), "sub": binary(torch.sub), "mul": binary(torch.mul), "div": binary(torch.div),
         "pow": binary(torch.pow), "maximum": binary(torch.maximum), "minimum": binary(torch.minimum),
@@ -261,6 +262,7 @@ def _torch_ops() -> dict:
         "one_hot": lambda ts, a: F.one_hot(ts[0], a["num_classes"]).to(dt(a["dtype"])),
         "sum": reduce(torch.sum), "mean": reduce(torch.mean), "max": reduce(torch.amax),
         "argmax": lambda ts, a: torch.argmax(ts[0], dim=a["dim"], keepdim=a["keepdim"]),
+        "embedding": lambda ts, a: F.embedding(ts[0], ts[1], padding_idx=a["padding_idx"]),
         "reshape": lambda ts, a: torch.reshape(ts[0], a["shape"]),
         "flatten": lambda ts, a: torch.flatten(ts[0], a["start_dim"], a["end_dim"]),
         "permute": lambda ts, a: torch.permute(ts[0], a["perm"]),
@@ -284,6 +286,8 @@ def _torch_ops() -> dict:
         "adaptive_avg_pool2d_grad": vjp(lambda x, ts, a: F.adaptive_avg_pool2d(x, ts[0].shape[2:]),
                                         lambda ts, a: ts[0].shape[:2] + tuple(a["input_size"])),
         "batch_norm_train_grad": batch_norm_train_grad,
+        "embedding_grad": lambda ts, a: aten.embedding_dense_backward(
+            ts[0], ts[1], a["num_embeddings"], -1 if a["padding_idx"] is None else a["padding_idx"], False),
         # fused ops: the unfused PyTorch functions (and their backward kernels) in sequence
         "linear_relu": lambda ts, a: torch.relu(F.linear(*ts)),
         "conv2d_relu": lambda ts, a: torch.relu(F.conv2d(*same_dtype(ts), stride=a["stride"], padding=a["padding"],
@@ -375,6 +379,12 @@ BAD = [  # (op, inputs, attrs, why)
     ("sum", [_z(2, 3)], {"dims": (2,)}, "dim-out-of-range"),
     ("max", [_z(2, 3)], {"dims": (1, -1)}, "repeated-dims"),
     ("argmax", [_z(2, 3)], {"dim": -3}, "dim-out-of-range"),
+    ("erf", [_z(2, dtype=np.int64)], {}, "int-input"),
+    ("embedding", [_z(2, 3), _z(5, 4)], {}, "float-indices"),
+    ("embedding", [_z(2, dtype=np.int64), _z(5)], {}, "1d-weight"),
+    ("embedding", [_z(2, dtype=np.int64), _z(5, 4, dtype=np.int64)], {}, "int-weight"),
+    ("embedding", [_z(2, dtype=np.int64), _z(5, 4)], {"padding_idx": 5}, "padding-idx-out-of-range"),
+    ("embedding_grad", [_z(2, 4), _z(3, dtype=np.int64)], {"num_embeddings": 5}, "cotangent-mismatch"),
     ("reshape", [_z(2, 3)], {"shape": (4, 2)}, "wrong-size"),
     ("reshape", [_z(2, 3)], {"shape": (-1, -1)}, "two-inferred"),
     ("reshape", [_z(2, 3)], {"shape": (-1, 4)}, "not-divisible"),
@@ -458,6 +468,11 @@ def test_shape_rule_and_kernel_agree(op, inputs, attrs):
     pytest.param("concat", [_z()], {"dim": 0}, id="concat-0d"),
     pytest.param("pow", [np.array([2]), np.array([-1])], {}, id="pow-int-negative-exponent"),
     pytest.param("one_hot", [np.array([5])], {"num_classes": 3}, id="one_hot-index-out-of-range"),
+    pytest.param("embedding", [np.array([0, 5]), _z(5, 2)], {}, id="embedding-index-out-of-range"),
+    pytest.param("embedding", [np.array([-1]), _z(5, 2)], {}, id="embedding-negative-index"),
+    pytest.param("embedding", [np.array([0]), _z(5, 2)], {"padding_idx": -1}, id="embedding-negative-padding-attr"),
+    pytest.param("embedding_grad", [_z(1, 2), np.array([7])], {"num_embeddings": 5},
+                 id="embedding_grad-index-out-of-range"),
 ])
 def test_bad_calls_raise_graphc_errors(op, inputs, attrs):
     """Every error graphc raises is a GraphcError (DESIGN.md section 2), in eager mode too:

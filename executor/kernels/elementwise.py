@@ -1,6 +1,8 @@
-"""Elementwise kernels: unary math, binary ops with broadcasting, comparisons, where, cast,
-and the activation backwards. Ufunc kernels write into the planner's ``out`` buffers."""
+"""Elementwise kernels: unary math (``erf`` too), binary ops with broadcasting, comparisons,
+where, cast, and the activation backwards. Ufunc kernels write into the planner's ``out`` buffers."""
 from __future__ import annotations
+
+import math
 
 from ...ir.types import promote
 from .base import writes_out
@@ -53,6 +55,75 @@ def _rsqrt(xp, spec):
     def run(x, out=None):
         y = xp.sqrt(x, out=out)
         return xp.reciprocal(y, out=out)
+    return writes_out(run)
+
+
+# erf: numpy has no ufunc and scipy is not a dependency, so W. J. Cody's rational Chebyshev
+# approximations (Math. Comp. 23, 1969; netlib specfun CALERF), about 1e-16 relative in float64:
+# erf itself on |x| <= 0.46875, erfc(|x|) = exp(-x^2) * R(|x|) beyond, with R in 1/x^2 past 4.
+_ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
+          1.85777706184603153e-1)
+_ERF_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
+_ERFC_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
+           8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
+           2.15311535474403846e-8)
+_ERFC_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
+           3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
+_ERFC_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1, 1.60837851487422766e-2,
+           6.58749161529837803e-4, 1.63153871373020978e-2)
+_ERFC_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
+           2.33520497626869185e-3)
+_SMALL, _MID = 0.46875, 4.0
+_ONE = 6.0  # erfc(6) = 2e-17 rounds away next to 1: erf is +-1 in float64 from here (inf too)
+
+
+def _ratio(num, den, z, lead):
+    """P(z) / Q(z) in Cody's nested (Horner) order: ``num[-1]`` is P's leading coefficient,
+    then ``num[0..lead]``; Q is monic with ``den[0..lead]``."""
+    top, bottom = num[-1] * z, z
+    for a, b in zip(num[:lead], den[:lead]):
+        top, bottom = (top + a) * z, (bottom + b) * z
+    return (top + num[lead]) / (bottom + den[lead])
+
+
+def erf_float64(xp, x):
+    """erf of a float64 array (any shape, 0-d too), computed as described above."""
+    flat = x.reshape(-1)
+    y = xp.abs(flat)
+    out = xp.empty_like(flat)
+    small = y <= _SMALL
+    out[small] = flat[small] * _ratio(_ERF_A, _ERF_B, flat[small] * flat[small], 3)
+    mid = (y > _SMALL) & (y <= _MID)
+    out[mid] = _erf_from_erfc(xp, flat[mid], _ratio(_ERFC_C, _ERFC_D, y[mid], 7))
+    far = ~(small | mid)  # beyond 4, infinities and NaN (which stays NaN)
+    out[far] = _erf_from_erfc(xp, flat[far], _erfc_tail(xp, y[far]))
+    return out.reshape(x.shape)
+
+
+def _erfc_tail(xp, y):
+    """erfc(y) * exp(y^2) for y > 4, as a rational function of 1/y^2."""
+    y = xp.minimum(y, _ONE)
+    z = 1.0 / (y * y)
+    return (1.0 / math.sqrt(math.pi) - z * _ratio(_ERFC_P, _ERFC_Q, z, 4)) / y
+
+
+def _erf_from_erfc(xp, x, scaled):
+    """sign(x) * (1 - erfc(|x|)) from ``scaled`` = erfc(|x|) * exp(x^2)."""
+    y = xp.minimum(xp.abs(x), _ONE)
+    hi = xp.trunc(y * 16.0) / 16.0  # exp(-y^2) = exp(-hi^2) * exp(-(y-hi)(y+hi)): hi^2 is exact
+    erfc = xp.exp(-hi * hi) * xp.exp(-(y - hi) * (y + hi)) * scaled
+    return xp.copysign(1.0 - erfc, x)
+
+
+def _erf(xp, spec):
+    dtype = spec.out_types[0].dtype.numpy
+
+    def run(x, out=None):
+        y = erf_float64(xp, x.astype(xp.float64))  # float32 inputs too: the float64 result rounds once
+        if out is None:
+            return y.astype(dtype)
+        xp.copyto(out, y, casting="unsafe")
+        return out
     return writes_out(run)
 
 
@@ -122,7 +193,7 @@ KERNELS = {
     "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _ufunc("sign"), "exp": _ufunc("exp"),
     "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
     "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
-    "leaky_relu": _leaky_relu,
+    "leaky_relu": _leaky_relu, "erf": _erf,
     "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"), "div": _ufunc("true_divide"),
     "pow": _ufunc("power"), "maximum": _ufunc("maximum"), "minimum": _ufunc("minimum"),
     "eq": _compare("equal"), "ne": _compare("not_equal"), "lt": _compare("less"), "le": _compare("less_equal"),

@@ -1,7 +1,8 @@
 """Shape kernels: reshape, flatten, permute, broadcast_to (views where numpy allows),
-concat, slice, full."""
+concat, slice, full; embedding (a gather) and its scatter-add backward."""
 from __future__ import annotations
 
+from ...ir.errors import GraphcError
 from .base import view_of, writes_out
 
 
@@ -58,5 +59,51 @@ def _full(xp, spec):
     return lambda: xp.full(t.shape, value, dtype=t.dtype.numpy)
 
 
+def _check_indices(indices, rows: int) -> None:
+    """numpy would wrap negative indices around; PyTorch refuses them, and so does graphc."""
+    if not indices.size:
+        return
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0 or high >= rows:
+        raise GraphcError(f"embedding: index {low if low < 0 else high} is out of range for {rows} embeddings")
+
+
+def _embedding(xp, spec):
+    rows = spec.in_types[1].shape[0]
+
+    def run(indices, weight, out=None):
+        _check_indices(indices, rows)
+        return xp.take(weight, indices, axis=0, out=out)
+    return writes_out(run)
+
+
+def _scatter_add(xp):
+    """``target[rows] += values`` with repeated rows summed: numpy's ``add.at``; cupyx's
+    ``scatter_add`` on the GPU."""
+    if xp.__name__ == "numpy":
+        return xp.add.at
+    import cupyx
+
+    return cupyx.scatter_add
+
+
+def _embedding_grad(xp, spec):
+    t, pad = spec.out_types[0], spec.attrs["padding_idx"]
+    scatter_add = _scatter_add(xp)
+
+    def run(g, indices, out=None):
+        _check_indices(indices, t.shape[0])
+        if out is None:
+            out = xp.zeros(t.shape, t.dtype.numpy)
+        else:
+            out.fill(0)
+        scatter_add(out, indices.reshape(-1), g.reshape(-1, t.shape[1]))
+        if pad is not None:
+            out[pad] = 0  # the padding row gets no gradient (PyTorch's padding_idx)
+        return out
+    return writes_out(run)
+
+
 KERNELS = {"reshape": _reshape, "flatten": _reshape, "permute": _permute, "broadcast_to": _broadcast_to,
-           "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full}
+           "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full,
+           "embedding": _embedding, "embedding_grad": _embedding_grad}

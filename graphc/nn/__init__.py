@@ -1,14 +1,18 @@
 """``graphc.nn``: modules with PyTorch's API, plus ``graphc.nn.functional``."""
 from . import functional, init
-from .containers import Identity, ModuleList, Sequential
-from .layers import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, Dropout, Flatten, LeakyReLU,
-                     Linear, LogSoftmax, MaxPool2d, ReLU, Sigmoid, Softmax, Tanh)
+from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
+                         Softplus, Tanh)
+from .containers import Identity, ModuleDict, ModuleList, Sequential
+from .layers import (AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, Dropout, Dropout2d, Embedding, Flatten, Linear,
+                     MaxPool2d, Unflatten)
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from .module import Module, Parameter
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 
 __all__ = [
-    "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
-    "CrossEntropyLoss", "Dropout", "Flatten", "Identity", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
-    "MaxPool2d", "Module", "ModuleList", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-    "functional", "init",
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
+    "CrossEntropyLoss", "Dropout", "Dropout2d", "ELU", "Embedding", "Flatten", "GELU", "GroupNorm", "Hardswish",
+    "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
+    "Tanh", "Unflatten", "functional", "init",
 ]

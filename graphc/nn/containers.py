@@ -1,7 +1,8 @@
-"""Containers: Sequential, ModuleList, Identity."""
+"""Containers: Sequential, ModuleList, ModuleDict, Identity."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from ..ir.errors import GraphcError
 from .module import Module
@@ -76,6 +77,70 @@ class ModuleList(Module):
 
     def forward(self, *args):
         raise GraphcError("ModuleList is not callable; iterate over it in your forward()")
+
+
+class ModuleDict(Module):
+    """A dict of modules whose parameters are registered under their keys
+    (``heads.cls.weight``), in insertion order; takes a mapping or (key, module) pairs.
+
+    >>> from graphc import nn
+    >>> heads = nn.ModuleDict({"cls": nn.Linear(4, 3), "box": nn.Linear(4, 2)})
+    >>> list(heads), "cls" in heads, [k for k in heads.state_dict()]
+    (['cls', 'box'], True, ['cls.weight', 'cls.bias', 'box.weight', 'box.bias'])
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(key, str):
+            raise GraphcError(f"ModuleDict keys must be strings, got {type(key).__name__}")
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key) -> bool:
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def pop(self, key: str) -> Module:
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def update(self, modules) -> None:
+        """Add (or replace) entries from a mapping or an iterable of (key, module) pairs."""
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for entry in pairs:
+            if isinstance(entry, Module) or len(entry) != 2:
+                raise GraphcError("ModuleDict.update needs a mapping or (key, module) pairs")
+            self[entry[0]] = entry[1]
+
+    def forward(self, *args):
+        raise GraphcError("ModuleDict is not callable; pick a module by key in your forward()")
 
 
 class Identity(Module):

@@ -152,8 +152,10 @@ def one_hot(tensor, num_classes: int, dtype="float32"):
 
 from .losses_functional import binary_cross_entropy_with_logits, cross_entropy, mse_loss  # noqa: E402,F401
 
-# relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/functions.py for Tensor.x, gc.x and F.x
+# relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/functions.py for Tensor.x, gc.x and F.x;
+# gelu, silu, layer_norm, embedding, conv1d, dropout2d, ... in graphc/functions_nn.py
 from .. import functions as _functions  # noqa: E402,F401  (declares them)
+from .. import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer_norm, embedding, conv1d, ...)
 from ..surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
 
 globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})

@@ -147,15 +147,24 @@ class Module:
             object.__setattr__(self, "_gc_tracer", outer)
 
     # ---- walking ------------------------------------------------------------------
-    def named_modules(self, memo=None, prefix: str = ""):
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """``(dotted name, module)`` for this module ("" or ``prefix``) and every submodule, depth
+        first in registration order, as PyTorch; a module reached twice is listed once unless
+        ``remove_duplicate=False``. ``memo`` is a set of modules already listed.
+
+        >>> from graphc import nn
+        >>> [name for name, _ in nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU())).named_modules()]
+        ['', '0', '1', '1.0']
+        """
         memo = set() if memo is None else memo
-        if id(self) in memo:
+        if self in memo:
             return
-        memo.add(id(self))
+        if remove_duplicate:
+            memo.add(self)
         yield prefix, self
         for name, child in self._modules.items():
             if child is not None:
-                yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+                yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self):
         return (m for _, m in self.named_modules())
@@ -267,6 +276,15 @@ class Module:
         return self.to(DType.float32)
 
     def apply(self, fn):
+        """Call ``fn`` on every submodule (children first, depth first) and then on this module,
+        as PyTorch does (typically to initialise weights); returns this module.
+
+        >>> from graphc import nn
+        >>> seen = []
+        >>> _ = nn.Sequential(nn.Linear(2, 2), nn.ReLU()).apply(lambda m: seen.append(type(m).__name__))
+        >>> seen
+        ['Linear', 'ReLU', 'Sequential']
+        """
         for m in self.children():
             m.apply(fn)
         fn(self)

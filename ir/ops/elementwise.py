@@ -1,10 +1,12 @@
-"""Elementwise ops: unary math, binary arithmetic with numpy broadcasting, comparisons,
-``where``, ``cast``, and the fused activation backwards (``relu_grad`` ...).
+"""Elementwise ops: unary math (``erf`` too), binary arithmetic with numpy broadcasting,
+comparisons, ``where``, ``cast``, and the fused activation backwards (``relu_grad`` ...).
 
 vjp rules take ``(b, node, cts, needs)`` and return one cotangent (or None) per input.
 Cotangents of broadcast inputs may keep the output's shape: autodiff reduces them.
 """
 from __future__ import annotations
+
+import math
 
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
@@ -69,6 +71,12 @@ def _unary(fn):
     return rule
 
 
+def _erf_grad(b, x, g):
+    """d erf(x) / dx = 2 / sqrt(pi) * exp(-x^2)."""
+    density = b.emit1("exp", [b.emit1("neg", [b.emit1("mul", [x, x])])])
+    return b.emit1("mul", [g, b.emit1("mul", [density, _c(b, 2.0 / math.sqrt(math.pi), x)])])
+
+
 def _cube(b, y):
     return b.emit1("mul", [y, b.emit1("mul", [y, y])])
 
@@ -85,6 +93,7 @@ _UNARY = {
     "rsqrt": (_float_same("rsqrt"), lambda b, x, y, g: b.emit1("mul", [g, b.emit1("mul", [_cube(b, y), _c(b, -0.5, y)])])),
     "tanh": (_float_same("tanh"), lambda b, x, y, g: b.emit1("tanh_grad", [g, y])),
     "sigmoid": (_float_same("sigmoid"), lambda b, x, y, g: b.emit1("sigmoid_grad", [g, y])),
+    "erf": (_float_same("erf"), lambda b, x, y, g: _erf_grad(b, x, g)),
 }
 
 

@@ -1,4 +1,5 @@
-"""Shape ops: reshape, flatten, permute, concat, basic slicing and ``full``.
+"""Shape ops: reshape, flatten, permute, concat, basic slicing and ``full``; gathering rows
+(``embedding``) and its scatter-add backward.
 
 Symbolic dims flow through: flattening ``[N,8,4,4]`` from dim 1 gives ``[N,128]``;
 from dim 0 it gives ``[N*128]``.
@@ -7,8 +8,8 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
-from ..types import TensorType, dim_div, dim_poly, is_static, numel
-from ._shapes import broadcast, fmt_shape, norm_axis, result_dtype
+from ..types import DType, TensorType, dim_div, dim_poly, is_static, numel
+from ._shapes import broadcast, fmt_shape, need_float, need_static, norm_axis, result_dtype
 
 
 def _reshape(in_types, attrs):
@@ -108,6 +109,38 @@ def _broadcast_to(in_types, attrs):
     return [x.with_shape(shape)]
 
 
+def _padding_row(attrs, rows, op):
+    pad = attrs["padding_idx"]
+    if pad is not None and pad >= rows:
+        raise ShapeError(f"{op}: padding_idx {pad} is out of range for {rows} embeddings")
+
+
+def _need_indices(t, op):
+    if t.dtype is not DType.int64:
+        raise ShapeError(f"{op} needs int64 indices, got {t.dtype.name}")
+
+
+def _embedding(in_types, attrs):
+    indices, weight = in_types
+    if weight.rank != 2:
+        raise ShapeError(f"embedding: the weight must be 2-D (num_embeddings, embedding_dim), got {weight}")
+    need_float(weight, "embedding")
+    need_static(weight.shape, "embedding", "the weight's shape")
+    _need_indices(indices, "embedding")
+    _padding_row(attrs, weight.shape[0], "embedding")
+    return [TensorType(indices.shape + (weight.shape[1],), weight.dtype)]
+
+
+def _embedding_grad(in_types, attrs):
+    g, indices = in_types
+    _need_indices(indices, "embedding_grad")
+    if g.rank != indices.rank + 1 or g.shape[:-1] != indices.shape:
+        raise ShapeError(f"embedding_grad: cotangent {g} does not match indices {indices}")
+    need_static(g.shape[-1:], "embedding_grad", "embedding_dim")
+    _padding_row(attrs, attrs["num_embeddings"], "embedding_grad")
+    return [TensorType((attrs["num_embeddings"], g.shape[-1]), g.dtype)]
+
+
 # ---- vjp rules --------------------------------------------------------------------
 def _vjp_reshape(b, node, cts, needs):
     return [b.emit1("reshape", [cts[0]], {"shape": list(node.inputs[0].type.shape)})]
@@ -143,6 +176,12 @@ def _slice_grad(in_types, attrs):
     return [x]
 
 
+def _vjp_embedding(b, node, cts, needs):
+    indices, weight = node.inputs
+    attrs = {"num_embeddings": weight.type.shape[0], "padding_idx": node.attrs["padding_idx"]}
+    return [None, b.emit1("embedding_grad", [cts[0], indices], attrs)]
+
+
 def _vjp_identity(b, node, cts, needs):
     return [cts[0]]  # broadcast_to: autodiff sums the cotangent back to the input's shape
 
@@ -162,3 +201,10 @@ register(OpDef("slice_grad", _slice_grad, attrs={**_SLICE_ATTRS, "shape": Attr("
 register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float", finite=False), "dtype": Attr("dtype", "float32")},
                inputs=(0, 0), doc="a tensor filled with one value (shape may use N)"))
 register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}, vjp=_vjp_identity))
+_PADDING = Attr("int", None, optional=True, minimum=0)  # the row whose gradient stays zero
+register(OpDef("embedding", _embedding, attrs={"padding_idx": _PADDING}, inputs=(2, 2), vjp=_vjp_embedding,
+               doc="(indices, weight): the weight rows (num_embeddings, dim) that int64 indices pick; "
+                   "shape indices.shape + (dim,)"))
+register(OpDef("embedding_grad", _embedding_grad, inputs=(2, 2),
+               attrs={"num_embeddings": Attr("int", minimum=1), "padding_idx": _PADDING},
+               doc="scatter-add of embedding's cotangent into (num_embeddings, dim); padding_idx's row stays zero"))
