@@ -18,7 +18,8 @@ from .plan_limits import GRAPH_FIELDS, MAX_NODE_ATTRS, MAX_NODE_META, MAX_RANK, 
 
 MAX_DIM = 2**40
 
-DTYPES = {"f32": DType.float32, "f64": DType.float64, "i64": DType.int64, "b1": DType.bool}
+# The dtypes a plan file holds, by their short names (DType.short, the one name map); 1.2 added u8.
+DTYPES = {d.short: d for d in (DType.float32, DType.float64, DType.int64, DType.bool, DType.uint8)}
 
 
 # ---- encoding -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .plan_limits import (BODY_FIELDS, GRAPH_FIELDS, HEADER_FIELDS, HEADER_UNKNO
 from .plan_unpack import Fields
 
 MAGIC = "graphc-plan"
-FORMAT_VERSION = (1, 1)  # 1.1: optional lr scheduler state and initial_lr (docs/format.md)
+FORMAT_VERSION = (1, 2)  # 1.1: optional lr scheduler state and initial_lr; 1.2: u8 values (docs/format.md)
 KINDS = ("training", "inference")
 
 
@@ -105,15 +105,14 @@ def _scheduler_record(scheduler) -> dict:
     return {"type": type(scheduler).__name__, "state": scheduler.state_dict()}  # checked in plan_to_bytes
 
 
-FILE_DTYPES = {np.dtype("float32"): "f32", np.dtype("float64"): "f64", np.dtype("int64"): "i64",
-               np.dtype("bool"): "b1"}
+FILE_DTYPES = {d.numpy: short for short, d in DTYPES.items()}
 
 
 def _tensor_record(name: str, array: np.ndarray) -> dict:
     dtype = FILE_DTYPES.get(array.dtype)
     if dtype is None:
         raise GraphcError(f"cannot save tensor {name!r}: dtype {array.dtype} is not one of the plan file's "
-                          "(float32, float64, int64, bool)")
+                          f"({', '.join(d.name for d in DTYPES.values())})")
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return {"name": name, "dtype": dtype, "shape": list(array.shape), "data": data}
 

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn, optim
-from graphc.executor.serialize import plan_from_bytes, plan_to_bytes
+from graphc.executor.serialize import FORMAT_VERSION, plan_from_bytes, plan_to_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -249,7 +249,7 @@ def test_state_dict_and_step_count_on_loaded_plan(tmp_path):
     plan = gc.load(tmp_path / "p.graphc")
     assert isinstance(plan, gc.Plan)
     assert plan.kind == "training" and plan.step_count == 3
-    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 1)
+    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 2)
     sd = plan.state_dict()
     assert list(sd) == list(step.state_dict())
     assert set(sd) == set(model.state_dict())
@@ -304,7 +304,7 @@ def test_save_load_save_gives_identical_bytes(tmp_path):
     gc.export(make_cnn(), (x,), tmp_path / "inf.graphc")
     gc.load(tmp_path / "inf.graphc").save(tmp_path / "inf2.graphc")
     assert (tmp_path / "inf.graphc").read_bytes() == (tmp_path / "inf2.graphc").read_bytes()
-    # the golden 1.0 file re-saves as the current format (1.1 adds lr_schedulers), stably
+    # the golden 1.0 file re-saves as the current format (1.1 adds lr_schedulers, 1.2 u8), stably
     upgraded = plan_to_bytes(gc.load(GOLDEN))
     assert upgraded != golden_bytes() and upgraded == plan_to_bytes(gc.load(GOLDEN))
     (tmp_path / "golden-upgraded.graphc").write_bytes(upgraded)
@@ -847,9 +847,9 @@ def test_ext_types_are_refused():
 # ---- hostile files: header ------------------------------------------------------------------------------
 def test_newer_major_version_names_both_versions():
     err = refuse(pack_file(format_version=[2, 0]))
-    assert "2.0" in str(err) and "1.1" in str(err), str(err)
+    assert "2.0" in str(err) and f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}" in str(err), str(err)
     err = refuse(pack_file(format_version=[17, 3]))
-    assert "17.3" in str(err) and "1.1" in str(err), str(err)
+    assert "17.3" in str(err) and f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}" in str(err), str(err)
 
 
 def test_newer_minor_version_with_unknown_keys_loads():

@@ -274,8 +274,6 @@ def test_sizes_inside_a_trace_keep_the_batch_dim_symbolic():
     np.testing.assert_allclose(plan(X[:2]), fn(gc.tensor(X[:2])).numpy(), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="the plan file's dtype allowlist (executor/plan_format.py DTYPES) has no 'u8' "
-                   "yet, and saving does not check value types against it: remove this mark when u8 is allowed")
 def test_a_saved_uint8_plan_loads_back(tmp_path):
     plan = gc.compile(lambda x: x.float() / 255, (IMG,))
     plan.save(tmp_path / "u8.graphc")  # must either refuse here or write a file that loads
