@@ -23,10 +23,9 @@ def _demo(argv) -> int:
 
 
 def _fmt_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
+    from .executor.budget import format_bytes
+
+    return format_bytes(n, digits=1)
 
 
 def describe_plan(plan, path: str = "") -> str:
