@@ -525,6 +525,9 @@ def build_table() -> dict:
     table.update(backward_table())
     table.update(fused_table())
     table.update(_shape_table())
+    from op_table_loss import loss_table
+
+    table.update(loss_table())
     return table
 
 

@@ -260,6 +260,7 @@ def _torch_ops() -> dict:
         "softmax": lambda ts, a: torch.softmax(ts[0], a["dim"]),
         "log_softmax": lambda ts, a: torch.log_softmax(ts[0], a["dim"]),
         "one_hot": lambda ts, a: F.one_hot(ts[0], a["num_classes"]).to(dt(a["dtype"])),
+        "binary_cross_entropy": lambda ts, a: F.binary_cross_entropy(ts[0], ts[1], reduction="none"),
         "sum": reduce(torch.sum), "mean": reduce(torch.mean), "max": reduce(torch.amax),
         "argmax": lambda ts, a: torch.argmax(ts[0], dim=a["dim"], keepdim=a["keepdim"]),
         "embedding": lambda ts, a: F.embedding(ts[0], ts[1], padding_idx=a["padding_idx"]),
