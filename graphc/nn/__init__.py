@@ -5,7 +5,8 @@ from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, 
 from .containers import Identity, ModuleDict, ModuleList, Sequential
 from .layers import (AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, Dropout, Dropout2d, Embedding, Flatten, Linear,
                      MaxPool2d, Unflatten)
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 
@@ -15,4 +16,6 @@ __all__ = [
     "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
     "Tanh", "Unflatten", "functional", "init",
+    # losses
+    "BCELoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss", "SmoothL1Loss",
 ]

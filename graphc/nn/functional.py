@@ -150,7 +150,151 @@ def one_hot(tensor, num_classes: int, dtype="float32"):
     return apply("one_hot", [tensor], {"num_classes": int(num_classes), "dtype": dtype})
 
 
-from .losses_functional import binary_cross_entropy_with_logits, cross_entropy, mse_loss  # noqa: E402,F401
+def _constant_block(like, dims, value):
+    """``dims`` filled with ``value`` in ``like``'s dtype, recorded in ``like``'s trace when it is
+    traced (``dims`` may hold the batch symbol), else on ``like``'s device."""
+    attrs = {"shape": list(dims), "value": float(value), "dtype": like.dtype.name}
+    if like._tracer is not None:
+        return like._tracer.record("full", [], attrs)
+    block = apply("full", [], attrs)
+    return block if str(like.device) == "cpu" else block.to(str(like.device))
+
+
+def _pad_dim(input, dim: int, before: int, after: int, value):
+    """Pad (or, for negative amounts, crop) one dim: a slice, then one concat with constant blocks."""
+    size = input.dims[dim]
+    if not isinstance(size, int):
+        raise GraphcError(f"F.pad cannot pad the batch dim {size!r} of a compiled graph (its size would "
+                          "depend on the batch size)")
+    if size + min(before, 0) + min(after, 0) < 0:
+        raise ShapeError(f"F.pad: padding ({before}, {after}) of dim {dim} (size {size}) gives a negative size")
+    if before < 0 or after < 0:
+        index = [slice(None)] * input.ndim
+        index[dim] = slice(max(-before, 0), size - max(-after, 0))
+        input = input[tuple(index)]
+    parts = []
+    for amount in (before, after):
+        dims = list(input.dims)
+        dims[dim] = amount
+        parts.append(_constant_block(input, dims, value) if amount > 0 else None)
+    pieces = [p for p in (parts[0], input, parts[1]) if p is not None]
+    return pieces[0] if len(pieces) == 1 else apply("concat", pieces, {"dim": dim})
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left, right, top, bottom, ...)`` starting
+    from the last dim, as in PyTorch; negative amounts crop. Only ``mode='constant'`` (with any
+    ``value``, default 0) is supported. A composite of slice and concat, so the gradient
+    (a slice of the output's) comes from autodiff.
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.pad(gc.tensor([[1.0, 2.0]]), (1, 2), value=-1.0).numpy()
+    array([[-1.,  1.,  2., -1., -1.]], dtype=float32)
+    """
+    if mode != "constant":
+        raise GraphcError(f"F.pad(mode={mode!r}) is not supported: graphc pads with mode='constant' only")
+    pad = tuple(pad)
+    if len(pad) % 2 or len(pad) // 2 > input.ndim or not all(isinstance(p, (int, np.integer)) for p in pad):
+        raise GraphcError(f"F.pad: padding must be an even number of ints, two per padded dim, at most "
+                          f"{2 * input.ndim} for a {input.ndim}-D input; got {pad!r}")
+    value = 0.0 if value is None else value
+    out = input
+    for i in range(len(pad) // 2):  # pad[0:2] is the last dim
+        out = _pad_dim(out, input.ndim - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1]), value)
+    return out
+
+
+def _integer_factor(value, what) -> int:
+    factor = float(value)
+    if not (factor >= 1 and factor == int(factor)):
+        raise GraphcError(f"F.interpolate(mode='nearest') supports integer upsampling factors only; "
+                          f"{what} is {value!r}")
+    return int(factor)
+
+
+def _nearest_factors(input, size, scale_factor) -> list:
+    """One integer factor per spatial dim, from ``size`` or ``scale_factor`` (exactly one given)."""
+    spatial = input.ndim - 2
+    if (size is None) == (scale_factor is None):
+        raise GraphcError("F.interpolate: exactly one of size or scale_factor should be defined")
+    given = size if size is not None else scale_factor
+    values = list(given) if isinstance(given, (tuple, list)) else [given] * spatial
+    if len(values) != spatial:
+        raise GraphcError(f"F.interpolate: {'size' if size is not None else 'scale_factor'} {given!r} must have "
+                          f"{spatial} entries for a {input.ndim}-D input")
+    if scale_factor is not None:
+        return [_integer_factor(s, "scale_factor") for s in values]
+    dims = input.shape[2:]
+    return [_integer_factor(out / d, f"size {out} over input size {d}") for out, d in zip(values, dims)]
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Nearest-neighbour upsampling of (N, C, L), (N, C, H, W) or (N, C, D, H, W) input by integer
+    factors (``scale_factor=2``, or a ``size`` that is a multiple of the input size). It equals
+    PyTorch's index rule ``floor(i / factor)`` exactly: each value is repeated ``factor`` times,
+    written as reshape + broadcast + reshape, so the gradient (a sum over each block) comes from
+    autodiff. Other modes and fractional factors raise a ``GraphcError``.
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.interpolate(gc.tensor([[[1.0, 2.0]]]), scale_factor=2).numpy()
+    array([[[1., 1., 2., 2.]]], dtype=float32)
+    """
+    if mode != "nearest":
+        raise GraphcError(f"F.interpolate(mode={mode!r}) is not supported: graphc has mode='nearest' only")
+    if align_corners is not None:
+        raise GraphcError("align_corners option can only be set with the interpolating modes: "
+                          "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise GraphcError("F.interpolate(antialias=True) is not supported (it applies to bilinear/bicubic only)")
+    if input.ndim not in (3, 4, 5):
+        raise ShapeError(f"F.interpolate expects a 3-D, 4-D or 5-D input (N, C, spatial...), got {input.ndim}-D")
+    factors = _nearest_factors(input, size, scale_factor)
+    lead, spatial = list(input.dims[:2]), list(input.dims[2:])
+    split = lead + [d for s in spatial for d in (s, 1)]
+    blocks = lead + [d for s, f in zip(spatial, factors) for d in (s, f)]
+    out = apply("reshape", [input], {"shape": split})
+    out = apply("broadcast_to", [out], {"shape": blocks})
+    return apply("reshape", [out], {"shape": lead + [s * f for s, f in zip(spatial, factors)]})
+
+
+def _vector_norm(input, p, dim):
+    """``||x||_p`` over ``dim`` (keepdim). The root is taken of ``where(s > 0, s, 1)`` and masked
+    back to 0: its gradient at an all-zero vector is then 0, as PyTorch's norm backward gives,
+    where ``sqrt``'s would be 0 / 0 = NaN."""
+    size = input.abs()
+    if p == float("inf"):
+        return apply("max", [size], {"dims": [dim], "keepdim": True})
+    if p == 1:
+        return size.sum(dim=dim, keepdim=True)
+    total = (input * input if p == 2 else size ** float(p)).sum(dim=dim, keepdim=True)
+    positive = total > 0.0
+    safe = apply("where", [positive, total, 1.0])
+    root = safe.sqrt() if p == 2 else safe ** (1.0 / p)
+    return apply("where", [positive, root, 0.0])
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim`` (PyTorch's ``F.normalize``).
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.normalize(gc.tensor([[3.0, 4.0], [0.0, 0.0]])).numpy()
+    array([[0.6, 0.8],
+           [0. , 0. ]], dtype=float32)
+    """
+    if out is not None:
+        raise GraphcError("F.normalize(out=...) is not supported: graphc never writes into tensors")
+    if not p > 0:
+        raise GraphcError(f"F.normalize supports p > 0 (or inf), got {p}")
+    norm = _vector_norm(input, p, dim)
+    return input / apply("where", [norm < eps, eps, norm])
+
+
+from .losses_functional import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402,F401
+                                cross_entropy, huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 
 # relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/functions.py for Tensor.x, gc.x and F.x;
 # gelu, silu, layer_norm, embedding, conv1d, dropout2d, ... in graphc/functions_nn.py
