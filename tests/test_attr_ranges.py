@@ -2,10 +2,8 @@
 (compile) and when a plan file is loaded: out-of-range values never run silently."""
 from __future__ import annotations
 
-import hashlib
 import math
 
-import msgpack
 import numpy as np
 import pytest
 
@@ -13,6 +11,7 @@ import graphc as gc
 from graphc import nn, optim
 from graphc.ir import REGISTRY
 from graphc.ir.registry import REQUIRED
+from plan_edit import rewrite_body
 
 VALID = {"ints": (1, 1), "int": 1, "float": 0.5, "bool": False, "str": "x", "dtype": "float32", "dims": (1,),
          "slices": ((0, 1, 1),)}  # an in-range value of each kind, for attrs without a default
@@ -68,17 +67,13 @@ def _saved_training_plan(tmp_path):
 
 def _edit_attrs(path, op_name, key, value):
     """Rewrite one attr of every ``op_name`` node in a saved plan (with a valid checksum)."""
-    outer = msgpack.unpackb(path.read_bytes(), raw=False)
-    body = msgpack.unpackb(outer["body"], raw=False)
-    edited = 0
-    for node in body["graph"]["nodes"]:
-        if node[0] == op_name:
+    def edit(body):
+        nodes = [node for node in body["graph"]["nodes"] if node[0] == op_name]
+        assert nodes, f"no {op_name} node in the plan"
+        for node in nodes:
             node[3][key] = value
-            edited += 1
-    assert edited, f"no {op_name} node in the plan"
-    outer["body"] = msgpack.packb(body, use_bin_type=True)
-    outer["checksum"] = "sha256:" + hashlib.sha256(outer["body"]).hexdigest()
-    path.write_bytes(msgpack.packb(outer, use_bin_type=True))
+
+    rewrite_body(path, edit)
 
 
 @pytest.mark.parametrize("op_name, key, value", [

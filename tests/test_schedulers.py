@@ -2,13 +2,13 @@
 plans that save the schedule so a resumed run continues it exactly (plan file format 1.1)."""
 from __future__ import annotations
 
-import msgpack
 import numpy as np
 import pytest
 
 import graphc as gc
 from graphc import nn, optim
 from graphc.optim import lr_scheduler
+from plan_edit import rewrite_body
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal((8, 3)).astype(np.float32)
@@ -117,14 +117,7 @@ def test_finished_schedule_is_reported():
 
 def _rewrite_schedulers(path, edit):
     """Re-pack a saved plan with its lr_schedulers edited (and a fresh checksum)."""
-    import hashlib
-
-    outer = msgpack.unpackb(path.read_bytes(), raw=False)
-    body = msgpack.unpackb(outer["body"], raw=False)
-    edit(body["lr_schedulers"])
-    outer["body"] = msgpack.packb(body, use_bin_type=True)
-    outer["checksum"] = "sha256:" + hashlib.sha256(outer["body"]).hexdigest()
-    path.write_bytes(msgpack.packb(outer, use_bin_type=True))
+    rewrite_body(path, lambda body: edit(body["lr_schedulers"]))
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -8,7 +8,6 @@ LambdaLR functions by name in ``LAMBDAS``) so the recording is fingerprinted by 
 """
 from __future__ import annotations
 
-import hashlib
 
 import msgpack
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from graphc.optim import lr_scheduler as S
+from plan_edit import rewrite_body
 
 STEPS = 30
 RTOL = 1e-13  # the same float64 formulas: equal up to libm's last bit on another machine
@@ -310,12 +310,7 @@ def test_one_cycle_refuses_steps_past_the_end():
 
 def _rewrite_schedulers(path, edit):
     """Re-pack a saved plan with its lr_schedulers edited (and a fresh checksum)."""
-    outer = msgpack.unpackb(path.read_bytes(), raw=False)
-    body = msgpack.unpackb(outer["body"], raw=False)
-    edit(body["lr_schedulers"])
-    outer["body"] = msgpack.packb(body, use_bin_type=True)
-    outer["checksum"] = "sha256:" + hashlib.sha256(outer["body"]).hexdigest()
-    path.write_bytes(msgpack.packb(outer, use_bin_type=True))
+    rewrite_body(path, lambda body: edit(body["lr_schedulers"]))
 
 
 @pytest.mark.parametrize("name, edit, message", [
