@@ -1,6 +1,7 @@
 """``gc.trace`` and ``gc.compile``: from a model (or function) to an IR graph and a plan."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
@@ -51,7 +52,8 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     names = names or input_names(fn, len(arrays))
     symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
                for n, a in zip(names, arrays)]
-    result = fn(*symbols)
+    with tracing_modules(root, tracer):
+        result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     if not outputs:
         raise TraceError("the traced function returned nothing")
@@ -80,6 +82,20 @@ def refuse_float16(graph) -> None:
     for node in graph.nodes:
         if any(v.type.dtype is DType.float16 for v in node.outputs):
             raise GraphcError(f"{node.op} makes a float16 value: {FLOAT16_HINT}", node.location())
+
+
+@contextlib.contextmanager
+def tracing_modules(root, tracer):
+    """While tracing, every module of ``root`` reads its parameters and buffers as graph values,
+    wherever and however it is called (so none is frozen by an eager call)."""
+    marked = [m for m in root.modules() if m.__dict__.get("_gc_tracer") is None] if root is not None else []
+    for module in marked:
+        object.__setattr__(module, "_gc_tracer", tracer)
+    try:
+        yield
+    finally:
+        for module in marked:
+            object.__setattr__(module, "_gc_tracer", None)
 
 
 def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):

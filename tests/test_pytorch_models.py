@@ -609,12 +609,6 @@ def test_mnist_example_matches_torch(torch_ref):
 
 
 # ---- gaps: xfail(strict=True), each with its first failure -----------------------------------------------------
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "F.embedding of a constant index tensor freezes the weight: GPT.forward calls "
-    "self.transformer.wpe(pos) with pos = torch.arange(0, t) (not derived from a traced input); "
-    "graphc/nn/module.py Module.__call__ only enters tracing when an argument is traced, so wpe "
-    "runs eagerly, its output becomes a graph constant ($c0) and transformer.wpe.weight gets no "
-    "gradient and is never updated (silently; an inference plan also keeps the compile-time value)"))
 def test_gpt_position_embedding_trains(torch_ref):
     check_training("gpt", torch_ref, skip=GPT_KEY_BIAS)
 

@@ -135,6 +135,10 @@ class Module:
     def __call__(self, *args, **kwargs):
         tracer = next((a._tracer for a in (*args, *kwargs.values())
                        if isinstance(a, Tensor) and a._tracer is not None), None)
+        # A submodule of the model being traced is traced even when called on constants only
+        # (a position embedding of arange(T)): its parameters must stay graph state, never
+        # frozen into constants by an eager call.
+        tracer = tracer or self.__dict__.get("_gc_tracer")
         if tracer is None:
             return self.forward(*args, **kwargs)
         outer = self.__dict__.get("_gc_tracer")
