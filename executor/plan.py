@@ -78,6 +78,8 @@ class Plan:
         if named:
             inputs = self._inputs_by_name(inputs, named)
         outputs = self.run(list(inputs))
+        for position in self.graph.meta.get("none_outputs", ()):  # the traced function returned None there
+            outputs.insert(position, None)
         if self.kind == "training":
             loss, model_outputs = outputs[0], outputs[1:]
             if not return_outputs:

@@ -14,7 +14,7 @@ from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
 from ..ir.types import DType, TensorType, dim_poly
 from ..ir.verify import verify
-from .plan_limits import GRAPH_FIELDS, MAX_NODE_ATTRS, MAX_NODE_META, MAX_RANK, NODE_META, Limit, clip, fail, show
+from .plan_limits import GRAPH_FIELDS, MAX_IO, MAX_NODE_ATTRS, MAX_NODE_META, MAX_RANK, NODE_META, Limit, clip, fail, show
 
 MAX_DIM = 2**40
 
@@ -157,6 +157,10 @@ def check_meta(meta: dict) -> dict:
     hyper = meta.get("hyper_inputs", [])
     if not isinstance(hyper, list) or not all(isinstance(h, str) for h in hyper):
         fail("graph.meta.hyper_inputs should be a list of input names")
+    nones = meta.get("none_outputs", [])
+    if not (isinstance(nones, list) and len(nones) <= MAX_IO and all(type(i) is int and i >= 0 for i in nones)
+            and nones == sorted(set(nones))):
+        fail("graph.meta.none_outputs should be an increasing list of output positions")
     return meta
 
 

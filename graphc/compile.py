@@ -55,13 +55,19 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     with tracing_modules(root, tracer):
         result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-    if not outputs:
-        raise TraceError("the traced function returned nothing")
+    if not any(isinstance(out, Tensor) for out in outputs):
+        raise TraceError("the traced function returned no tensor")
     for i, out in enumerate(outputs):
-        if not isinstance(out, Tensor):
+        if out is not None and not isinstance(out, Tensor):
             raise TraceError(f"output {i} is a {type(out).__name__}, not a Tensor")
-        tracer.graph.outputs.append(tracer.lift(out, []))
-    tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output" for i in range(len(outputs))]
+    # None outputs (a model's loss when no targets are given) are no graph values: the plan
+    # puts None back at their positions (graph.meta["none_outputs"]).
+    tracer.graph.outputs = [tracer.lift(out, []) for out in outputs if out is not None]
+    none_at = [i for i, out in enumerate(outputs) if out is None]
+    if none_at:
+        tracer.graph.meta["none_outputs"] = none_at
+    tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
+                                 for i, out in enumerate(outputs) if out is not None]
     refuse_float16(tracer.graph)
     return tracer.graph, tracer
 

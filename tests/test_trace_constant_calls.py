@@ -4,9 +4,11 @@ state: a position embedding of ``arange(T)`` trains, and a plan sees later weigh
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import graphc as gc
 from graphc import nn, optim
+from plan_edit import rewrite_body
 
 
 class WithPositions(nn.Module):
@@ -40,3 +42,38 @@ def test_an_inference_plan_reads_the_current_weights():
     plan = gc.compile(model, (x,))
     model.pos.weight.array[...] += 1.0  # the plan shares the model's storage
     np.testing.assert_allclose(plan(x), model(gc.tensor(x)).numpy(), rtol=1e-6)
+
+
+class MaybeLoss(nn.Module):
+    """Returns ``(logits, None)`` without targets, as GPT-style models do."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x, targets=None):
+        logits = self.fc(x)
+        loss = None if targets is None else nn.functional.cross_entropy(logits, targets)
+        return logits, loss
+
+
+def test_none_outputs_come_back_as_none_from_compiled_and_loaded_plans(tmp_path):
+    gc.manual_seed(0)
+    model = MaybeLoss().eval()
+    x = np.ones((2, 3), np.float32)
+    logits, loss = gc.compile(model, (x,))(x)
+    assert loss is None and logits.shape == (2, 2)
+    gc.export(model, (x,), tmp_path / "m.graphc")
+    logits2, loss2 = gc.load(tmp_path / "m.graphc")(x)
+    assert loss2 is None
+    np.testing.assert_allclose(logits2, logits, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", ["1", [1, 1], [-1], [True], [2, 1]])
+def test_hostile_none_outputs_are_refused(tmp_path, bad):
+    model = MaybeLoss().eval()
+    x = np.ones((2, 3), np.float32)
+    gc.export(model, (x,), tmp_path / "m.graphc")
+    rewrite_body(tmp_path / "m.graphc", lambda body: body["graph"]["meta"].update(none_outputs=bad))
+    with pytest.raises(gc.PlanFormatError, match="none_outputs"):
+        gc.load(tmp_path / "m.graphc")
