@@ -10,6 +10,7 @@ up in the registry. Saving checks the same limits, so it never writes a file it 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 
 import msgpack
@@ -30,9 +31,12 @@ KINDS = ("training", "inference")
 
 
 def producer() -> str:
-    from graphc import __version__
-
-    return f"graphc {__version__}"
+    """``graphc <version>`` from the installed distribution's metadata: the executor never
+    imports the user-facing package above it (a loaded plan needs ir + executor only)."""
+    try:
+        return f"graphc {importlib.metadata.version('graphc')}"
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "graphc (unknown version)"
 
 
 # ---- writing ------------------------------------------------------------------------
