@@ -10,12 +10,12 @@ up in the registry. Saving checks the same limits, so it never writes a file it 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import os
 
 import msgpack
 import numpy as np
 
+from ..ir._version import __version__
 from ..ir.errors import GraphcError, PlanFormatError
 from .atomic_write import write_atomically
 from .plan_format import (DTYPES, MAX_DIM, check_plain, decode_graph, encode_graph, expect, field, is_int,
@@ -31,12 +31,9 @@ KINDS = ("training", "inference")
 
 
 def producer() -> str:
-    """``graphc <version>`` from the installed distribution's metadata: the executor never
-    imports the user-facing package above it (a loaded plan needs ir + executor only)."""
-    try:
-        return f"graphc {importlib.metadata.version('graphc')}"
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        return "graphc (unknown version)"
+    """``graphc <version>``; the version lives in ``ir`` so the executor never imports the
+    user-facing package above it (a loaded plan needs ir + executor only)."""
+    return f"graphc {__version__}"
 
 
 # ---- writing ------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from . import data, debug, optim  # noqa: E402
 from . import viz  # noqa: E402
 from .executor import Plan  # noqa: E402
 
-from ._version import __version__  # noqa: E402  (the one place the version is written)
+from .ir._version import __version__  # noqa: E402  (the one place the version is written)
 
 __all__ = sorted({
     "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError",

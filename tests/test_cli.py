@@ -468,7 +468,7 @@ def test_version():
     proc = graphc("--version")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"graphc {gc.__version__}\n"
-    from graphc import _version
+    from graphc.ir import _version
 
     assert gc.__version__ == _version.__version__
 
