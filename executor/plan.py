@@ -18,6 +18,7 @@ import numpy as np
 
 from ..ir.errors import NonFiniteError, ShapeError
 from ..ir.graph import Graph
+from ..ir.registry import get_op
 from ..ir.types import BATCH
 from .backends import get_backend
 from .budget import check_budget, default_budget
@@ -56,6 +57,11 @@ class Plan:
         self._lock = threading.Lock()  # guards the caches above
         # A plan that writes state (parameters, BN statistics, optimizer state) runs one call at a time.
         self._serial = threading.Lock() if graph.updates else contextlib.nullcontext()
+        # Only a plan with both random ops and a non-finite guard must restore its RNG after a
+        # refused step; reading the generator's state every step elsewhere would be wasted.
+        effects = {get_op(n.op).effects for n in graph.nodes}
+        self._guards_rng = {"random", "check"} <= effects
+        self._none_outputs = tuple(graph.meta.get("none_outputs", ()))  # the traced function returned None there
         self._last_batch = None
         self._expected: dict[int, list] = {}
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
@@ -78,7 +84,7 @@ class Plan:
         if named:
             inputs = self._inputs_by_name(inputs, named)
         outputs = self.run(list(inputs))
-        for position in self.graph.meta.get("none_outputs", ()):  # the traced function returned None there
+        for position in self._none_outputs:
             outputs.insert(position, None)
         if self.kind == "training":
             loss, model_outputs = outputs[0], outputs[1:]
@@ -103,12 +109,13 @@ class Plan:
         with self._serial:
             arrays += self.hyper_arrays()
             program = self._checkout(batch)
-            rng_state = self.rng.bit_generator.state  # a stopped step must not advance the RNG either
+            rng_state = self.rng.bit_generator.state if self._guards_rng else None
             try:
                 with np.errstate(all="ignore"):
                     outs = program.run(arrays)
             except NonFiniteError as e:
-                self.rng.bit_generator.state = rng_state
+                if rng_state is not None:  # a stopped step must not advance the RNG either
+                    self.rng.bit_generator.state = rng_state
                 raise NonFiniteError(f"training step {self.step_count + 1}: {e.message}; parameters, optimizer "
                                      "state and BatchNorm statistics are unchanged (gc.debug.find_nonfinite(plan, "
                                      "*inputs) names the first node that made it)", e.where) from None

@@ -195,7 +195,7 @@ def decode_tensors(count: int, records, expected: dict) -> dict:
     return arrays
 
 
-def load_plan(path, device="cpu"):
+def load_plan(path, device="cpu", memory_budget=None):
     """Read a plan file; every problem raises ``PlanFormatError`` naming ``path``."""
     path = os.fsdecode(path)
     try:
@@ -204,12 +204,12 @@ def load_plan(path, device="cpu"):
     except OSError as e:
         raise PlanFormatError(f"cannot read plan file {path}: {e.strerror or e}") from None
     try:
-        return plan_from_bytes(data, device)
+        return plan_from_bytes(data, device, memory_budget)
     except PlanFormatError as e:
         raise PlanFormatError(f"{path}: {e.message}") from None
 
 
-def plan_from_bytes(data: bytes, device="cpu"):
+def plan_from_bytes(data: bytes, device="cpu", memory_budget=None):
     from .plan import Plan
 
     doc = read_document(data)
@@ -231,7 +231,7 @@ def plan_from_bytes(data: bytes, device="cpu"):
     except (GraphcError, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as e:
         fail(f"{type(e).__name__}: {clip(e)}")
     state = {name: arrays[name] for name in graph.state}
-    plan = Plan(graph, state, device=device, kind=doc["kind"], param_groups=groups)
+    plan = Plan(graph, state, device=device, kind=doc["kind"], param_groups=groups, memory_budget=memory_budget)
     plan.rng.bit_generator.state = rng_state
     plan.metadata = metadata
     plan.lr_schedulers = schedulers

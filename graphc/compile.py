@@ -9,7 +9,6 @@ import numpy as np
 
 from .executor import Plan
 from .executor.backends import backend_of
-from .executor.budget import check_budget
 from .executor.run_node import run_graph_node
 from .passes.freeze import freeze
 from .passes.manager import run_pipeline
@@ -185,9 +184,7 @@ def _load_plan(path, device, memory_budget) -> Plan:
     from .executor.serialize import load_plan
     from .optim.lr_scheduler import restore
 
-    plan = load_plan(path, device)
-    if memory_budget is not None:  # no program exists yet: nothing was planned with the default
-        plan.memory_budget = check_budget(memory_budget)
+    plan = load_plan(path, device, memory_budget)
     entries, plan.lr_schedulers = plan.lr_schedulers, []
     try:  # the saved schedulers continue where they stood, driving the loaded plan's param_groups
         for entry in entries:
