@@ -9,12 +9,21 @@ from .dispatch import apply
 from .surface import torchsymbol
 
 
-def _unary(op: str, doc: str):
-    def fn(input):
+def _primitive(op: str, doc: str, binary: bool = False, names=()):
+    """Declare ``op(input)`` or ``op(input, other)`` as a tensor function named like the op."""
+    def unary(input):
         return apply(op, [input])
+
+    def two(input, other):
+        return apply(op, [input, other])
+    fn = two if binary else unary
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = doc
-    return torchsymbol()(fn)
+    return torchsymbol(names=names)(fn)
+
+
+def _unary(op: str, doc: str):
+    return _primitive(op, doc)
 
 
 exp = _unary("exp", "Elementwise e**x.")
@@ -37,11 +46,7 @@ def relu(input, inplace=False):
 
 
 def _binary(op: str, doc: str, names=()):
-    def fn(input, other):
-        return apply(op, [input, other])
-    fn.__name__ = fn.__qualname__ = op
-    fn.__doc__ = doc
-    return torchsymbol(names=names)(fn)
+    return _primitive(op, doc, binary=True, names=names)
 
 
 maximum = _binary("maximum", "Elementwise maximum (the gradient splits evenly at ties, as PyTorch).")
