@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import contextlib
 import os
 import re
 import secrets
@@ -95,10 +96,8 @@ def _sync_folder(folder: str, path: str, what: str) -> None:
                           f"({e.strerror or e}): the new file may not survive a power failure",
                           RuntimeWarning, stacklevel=4)
     finally:
-        try:
+        with contextlib.suppress(OSError):  # closing the folder's read-only descriptor loses nothing
             os.close(fd)
-        except OSError:
-            pass
 
 
 def _file_mode(path: str) -> int:
