@@ -13,10 +13,9 @@ of anything a file can nest or grow (a 997-deep list made repr() raise Recursion
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
-from ..ir.errors import PlanFormatError
+from ..ir.errors import PlanFormatError, clip, show  # noqa: F401  (show: re-exported for the loader)
 
 MAX_NODES = 1 << 17          # twice that 1,000-layer MLP
 MAX_VALUES = 1 << 18         # about 1.4 per node in real graphs
@@ -104,41 +103,6 @@ BODY_FIELDS = {
 }
 
 
-# ---- messages -----------------------------------------------------------------------------
-def clip(text, limit: int = 300) -> str:
-    """A message from elsewhere (ir, msgpack) on one line, cut to ``limit`` characters."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def show(value, limit: int = 100) -> str:
-    """``value`` from an untrusted file, rendered for a message: at most 3 levels and 6 entries
-    per level are looked at, strings and bytes are cut, and the result is at most ``limit``
-    characters. Never recurses further and never calls repr() on a container."""
-    text = _render(value, 3)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _render(value, depth: int) -> str:
-    if isinstance(value, (str, bytes)):
-        return repr(value[:60]) + ("..." if len(value) > 60 else "")
-    if value is None or isinstance(value, (bool, float)):
-        return repr(value)
-    if isinstance(value, int):  # str() of a huge int is quadratic (and refused past 4300 digits)
-        return str(value) if value.bit_length() <= 128 else f"<a {value.bit_length()}-bit int>"
-    if isinstance(value, (list, tuple, dict)):
-        opening, closing = "{}" if isinstance(value, dict) else "[]"
-        if depth == 0:
-            return f"{opening}...{closing}"
-        if isinstance(value, dict):
-            parts = [f"{_render(k, 0)}: {_render(v, depth - 1)}" for k, v in itertools.islice(value.items(), 6)]
-        else:
-            parts = [_render(v, depth - 1) for v in itertools.islice(value, 6)]
-        if len(value) > 6:
-            parts.append(f"... {len(value)} entries")
-        return opening + ", ".join(parts) + closing
-    return f"<{type(value).__name__}>"
-
-
+# ---- messages (clip and show live in ir.errors: the registry quotes untrusted attrs too) -------
 def fail(message: str):
     raise PlanFormatError(f"invalid plan file: {clip(message, MAX_MESSAGE)}")

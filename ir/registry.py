@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import GraphcError, ShapeError
+from .errors import GraphcError, ShapeError, show
 from .types import DType
 
 REQUIRED = object()
@@ -103,10 +103,10 @@ class OpDef:
                 raise GraphcError(f"op {self.name!r} needs attr {key!r}")
             value = _freeze(value)
             if not ((value is None and spec.optional) or _ATTR_CHECKS[spec.kind](value)):
-                raise GraphcError(f"op {self.name!r}: attr {key}={_short(value)} is not a valid {spec.kind}")
+                raise GraphcError(f"op {self.name!r}: attr {key}={show(value)} is not a valid {spec.kind}")
             problem = spec.range_error(value)
             if problem:
-                raise GraphcError(f"op {self.name!r}: attr {key}={_short(value)} {problem}")
+                raise GraphcError(f"op {self.name!r}: attr {key}={show(value)} {problem}")
             out[key] = value
         return out
 
@@ -115,14 +115,6 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
             raise ShapeError(f"op {self.name!r} takes {want} inputs, got {n}")
-
-
-def _short(value) -> str:
-    """A value for an error message, bounded (attrs can come from an untrusted file)."""
-    text = repr(value) if isinstance(value, (int, float, bool, str, type(None))) else f"<{type(value).__name__}>"
-    if isinstance(value, tuple) and len(value) <= 8 and all(isinstance(v, (int, float, type(None))) for v in value):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _freeze(value):
