@@ -16,8 +16,9 @@ def run_node(op: str, arrays: list, attrs: dict | None = None, backend=None, rng
              out_types: list | None = None) -> list:
     """Run ``op`` on ``arrays``; return its outputs as a list.
 
-    ``out_types`` skips the shape rule when the caller has already applied it (a traced node's
-    types bound to the batch size); ``rng`` feeds random ops (dropout).
+    ``out_types`` means the caller has already checked the call (a graph node's normalized attrs
+    and types bound to the batch size, or eager dispatch after the shape rule): the attrs and
+    the shape rule are not checked twice. ``rng`` feeds random ops (dropout).
 
     >>> import numpy as np
     >>> run_node("add", [np.ones(2, np.float32), np.full(2, 2.0, np.float32)])
@@ -26,12 +27,12 @@ def run_node(op: str, arrays: list, attrs: dict | None = None, backend=None, rng
     from .backends import NUMPY
 
     backend = backend or NUMPY
-    opdef = get_op(op)
-    attrs = opdef.normalize_attrs(attrs or {})
     in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
     if out_types is None:
+        opdef = get_op(op)
+        attrs = opdef.normalize_attrs(attrs or {})
         out_types = infer_types(opdef, in_types, attrs)
-    spec = KernelSpec(attrs, tuple(in_types), tuple(out_types), rng)
+    spec = KernelSpec(attrs or {}, tuple(in_types), tuple(out_types), rng)
     try:
         with np.errstate(all="ignore"):  # like PyTorch: log(0) is -inf, silently
             result = backend.kernels[op](spec)(*arrays)
