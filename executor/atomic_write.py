@@ -14,9 +14,9 @@ then an fsync of the folder. A process killed mid-save leaves the previous file 
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
-import contextlib
 import os
 import re
 import secrets
