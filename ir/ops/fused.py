@@ -15,7 +15,7 @@ from ..errors import GraphcError
 from ..registry import Attr, OpDef, register
 from .conv import CONV_ATTRS, conv2d_rule, conv2d_vjp
 from .linalg import linear_rule, linear_vjp
-from .norm import EPS, MOMENTUM, check_channel_params
+from .norm import EPS, MOMENTUM, check_channel_params, eval_bn_vjp
 
 _BN = {"eps": EPS, "relu": Attr("bool", False)}
 
@@ -42,36 +42,21 @@ def _conv_bn(in_types, attrs):
 
 
 def _vjp_conv_bn(b, node, cts, needs):
-    """Eval-form BN is a per-channel affine map: scale the cotangent, then the conv grads.
-    dgamma needs the normalised conv output, recomputed here (frozen-BN fine-tuning only)."""
-    from .norm import per_channel
-    from ._vjp import scalar
-
-    conv, (gamma, beta, mean, var) = _split_conv_bn_inputs(node.inputs)
+    """Eval-form BN's rule (shared with batch_norm) on the conv output, then the conv grads.
+    dgamma and dvar need the conv output: recomputed (frozen-BN fine-tuning only)."""
+    conv, (gamma, _, mean, var) = _split_conv_bn_inputs(node.inputs)
     y, x, w = node.outputs[0], conv[0], conv[1]
     g = b.emit1("relu_grad", [cts[0], y]) if node.attrs["relu"] else cts[0]
-    invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, node.attrs["eps"], var.type.dtype)])])
-    g_conv = b.emit1("mul", [g, per_channel(b, b.emit1("mul", [gamma, invstd]), y.type)])
     window = {k: node.attrs[k] for k in CONV_ATTRS}
+    k = len(conv)
+    bn_needs = [any(needs[:k])] + list(needs[k:])
+    g_conv, ggamma, gbeta, gmean, gvar = eval_bn_vjp(b, g, y.type, lambda: b.emit1("conv2d", list(conv), window),
+                                                     gamma, mean, var, node.attrs["eps"], bn_needs)
     grads = [b.emit1("conv2d_grad_input", [g_conv, w], {**window, "input_shape": list(x.type.shape)}) if needs[0] else None,
              b.emit1("conv2d_grad_weight", [g_conv, x], {**window, "weight_shape": list(w.type.shape)}) if needs[1] else None]
-    if len(conv) == 3:
+    if k == 3:
         grads.append(b.emit1("sum", [g_conv], {"dims": [0, 2, 3]}) if needs[2] else None)
-    k = len(conv)
-    ggamma = gmean = gvar = None
-    if needs[k] or needs[k + 3]:  # both need sum(g * (conv_out - mean)): recompute conv_out
-        conv_out = b.emit1("conv2d", list(conv), window)
-        centered = b.emit1("sub", [conv_out, per_channel(b, mean, y.type)])
-        dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": [0, 2, 3]})
-        if needs[k]:
-            ggamma = b.emit1("mul", [dot, invstd])
-        if needs[k + 3]:  # d/dvar of gamma * (var + eps)^-1/2 = -0.5 * gamma * invstd^3
-            cube = b.emit1("mul", [invstd, b.emit1("mul", [invstd, invstd])])
-            gvar = b.emit1("mul", [b.emit1("mul", [dot, gamma]), b.emit1("mul", [cube, scalar(b, -0.5, var.type.dtype)])])
-    g_sum = b.emit1("sum", [g], {"dims": [0, 2, 3]}) if needs[k + 1] or needs[k + 2] else None
-    if needs[k + 2]:
-        gmean = b.emit1("neg", [b.emit1("mul", [g_sum, b.emit1("mul", [gamma, invstd])])])
-    return grads + [ggamma, g_sum if needs[k + 1] else None, gmean, gvar]
+    return grads + [ggamma, gbeta, gmean, gvar]
 
 
 def _conv_bn_train(in_types, attrs):

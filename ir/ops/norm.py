@@ -43,23 +43,32 @@ def _batch_norm(in_types, attrs):
     return [in_types[0]]
 
 
-def _vjp_batch_norm(b, node, cts, needs):
-    x, w, _, mean, var = node.inputs
-    g, t = cts[0], x.type
-    axes = _channel_axes(t)
-    invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, node.attrs["eps"], var.type.dtype)])])
-    centered = b.emit1("sub", [x, per_channel(b, mean, t)])
-    g_sum = b.emit1("sum", [g], {"dims": axes})
-    g_dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": axes})  # sum(g * (x - mean))
+def eval_bn_vjp(b, g, x_type, make_x, w, mean, var, eps, needs):
+    """Gradients of eval-mode BN ``y = (x - mean) * w * rsqrt(var + eps) + beta`` for
+    (x, w, beta, mean, var), None where not needed: the one rule batch_norm and the fused
+    conv_bn share. ``make_x()`` builds x only when a gradient needs it (conv_bn recomputes its
+    convolution then)."""
+    axes = _channel_axes(x_type)
+    invstd = b.emit1("rsqrt", [b.emit1("add", [var, scalar(b, eps, var.type.dtype)])])
     scale = b.emit1("mul", [w, invstd])
-    grads = [b.emit1("mul", [g, per_channel(b, scale, t)]) if needs[0] else None,
+    g_sum = b.emit1("sum", [g], {"dims": axes}) if needs[2] or needs[3] else None
+    g_dot = None
+    if needs[1] or needs[4]:  # both need sum(g * (x - mean))
+        centered = b.emit1("sub", [make_x(), per_channel(b, mean, x_type)])
+        g_dot = b.emit1("sum", [b.emit1("mul", [g, centered])], {"dims": axes})
+    grads = [b.emit1("mul", [g, per_channel(b, scale, x_type)]) if needs[0] else None,
              b.emit1("mul", [g_dot, invstd]) if needs[1] else None,
              g_sum if needs[2] else None,
              b.emit1("neg", [b.emit1("mul", [g_sum, scale])]) if needs[3] else None, None]
-    if needs[4]:  # d/dvar of (x - mean) * w * (var + eps)^-1/2
+    if needs[4]:  # d/dvar of (x - mean) * w * (var + eps)^-1/2 = -0.5 * w * invstd^3 * (x - mean)
         cube = b.emit1("mul", [invstd, b.emit1("mul", [invstd, invstd])])
         grads[4] = b.emit1("mul", [b.emit1("mul", [g_dot, w]), b.emit1("mul", [cube, scalar(b, -0.5, w.type.dtype)])])
     return grads
+
+
+def _vjp_batch_norm(b, node, cts, needs):
+    x, w, _, mean, var = node.inputs
+    return eval_bn_vjp(b, cts[0], x.type, lambda: x, w, mean, var, node.attrs["eps"], needs)
 
 
 def _batch_norm_train(in_types, attrs):
