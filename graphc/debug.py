@@ -1,4 +1,5 @@
-"""Debugging helpers: compare two backends node by node."""
+"""Debugging helpers: compare two backends node by node, find the first non-finite node, and
+profile a step (``profile``, from graphc/profiling.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,6 +9,10 @@ import numpy as np
 from .executor.backends import get_backend
 from .executor.run_node import run_graph_node
 from .ir.errors import GraphcError
+from .profiling import NodeTime, OpTime, Profile, profile
+
+__all__ = ["Comparison", "Mismatch", "NodeTime", "NonFiniteNode", "OpTime", "Profile", "compare_backends",
+           "find_nonfinite", "profile"]
 
 
 @dataclass

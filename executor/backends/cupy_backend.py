@@ -43,6 +43,10 @@ class CupyBackend(Backend):
     def to_numpy(self, array):
         return self.xp.asnumpy(array)
 
+    def synchronize(self) -> None:
+        """Wait for the GPU: kernels launch asynchronously, so timings need this."""
+        self.xp.cuda.Device(self.index).synchronize()
+
     def total_memory(self) -> int:
         """The GPU's memory in bytes (the default memory budget is a fraction of it)."""
         with self.xp.cuda.Device(self.index):

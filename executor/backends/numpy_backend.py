@@ -22,6 +22,9 @@ class Backend:
     def to_numpy(self, array) -> np.ndarray:
         return np.asarray(array)
 
+    def synchronize(self) -> None:
+        """Wait until queued work has finished (numpy runs synchronously: nothing to wait for)."""
+
     def __repr__(self) -> str:
         return f"<Backend {self.name}>"
 
