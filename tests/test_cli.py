@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from conftest import HAVE_TORCH
 from graphc import nn, optim
 from graphc.executor.serialize import FORMAT_VERSION
 
@@ -353,6 +354,61 @@ def test_bench_counts_below_one_are_refused_before_running(argv, monkeypatch, ca
     option = argv[0].split("=")[0]
     line = assert_one_line_error_in_process(capsys, ["bench", *argv], option, ">= 1")
     assert "StatisticsError" not in line
+
+
+@pytest.mark.parametrize("value", ["W4", "", "W2,", "W2;W5", "w1,nope"])
+def test_bench_only_unknown_parts_are_refused_before_running(value, monkeypatch, capsys):
+    from graphc import bench
+
+    _refuse_to_run(monkeypatch, bench, "train_pair", "infer_pair", "chain_overhead", "compile_time_and_memory")
+    line = assert_one_line_error_in_process(capsys, ["bench", "--only", value], "--only", "W1, W2, W3, W5, MNV2")
+    assert repr(value) in line
+
+
+def test_bench_only_runs_the_named_parts_in_order(monkeypatch, capsys):
+    from graphc import bench
+
+    calls = []
+    monkeypatch.setattr(bench, "train_pair", lambda kind, batch, opt: calls.append((kind, batch, opt)) or (0, 0, 0))
+    monkeypatch.setattr(bench, "ab", lambda name, *args: calls.append(name))
+    monkeypatch.setattr(bench, "chain_overhead", lambda steps: calls.append("overhead"))
+    monkeypatch.setattr(bench, "print_profile", lambda *args, **kwargs: calls.append("profile"))
+    _refuse_to_run(monkeypatch, bench, "infer_pair", "compile_time_and_memory")
+    assert bench.main(["--only", "overhead, w5,W2,w5", "--no-profile"]) == 0
+    assert calls == ["overhead", ("w5", 32, "sgd"), "W5 train inverted-residual b32 sgd",
+                     ("cnn", 64, "sgd"), "W2 train cnn b64 sgd"]
+    calls.clear()
+    assert bench.main(["--only", "W2"]) == 0  # the profile is on unless --no-profile
+    assert calls[-1] == "profile"
+    assert "numpy BLAS: " in capsys.readouterr().out
+
+
+def test_bench_models_have_torch_twins_with_the_same_keys():
+    from graphc import bench
+
+    for kind in bench.WORKLOADS:
+        model = bench.build(kind)
+        names = list(model.state_dict())
+        assert names and names == list(bench.build(kind).state_dict())
+        if HAVE_TORCH:
+            assert list(bench.torch_twin(model, kind).state_dict()) == names
+
+
+def test_bench_report_lines_never_fail(monkeypatch, capsys):
+    from graphc import bench_harness
+
+    assert bench_harness.blas_line().startswith("numpy BLAS: ")
+    monkeypatch.setattr(bench_harness.np, "show_config", None)  # what an odd numpy build could do
+    monkeypatch.setattr(bench_harness, "_threadpoolctl_blas", lambda: None)
+    monkeypatch.setattr(bench_harness.ctypes, "CDLL", None)
+    assert bench_harness.blas_line() == "numpy BLAS: unknown"
+    assert bench_harness.ort_pair(None, None) is None and "issue 18" in bench_harness.ort_status()
+    model = nn.Sequential(nn.Linear(4, 3))
+    x, y = np.ones((2, 4), np.float32), np.zeros(2, np.int64)
+    step = gc.compile(model, example_inputs=(x, y), loss_fn=nn.CrossEntropyLoss(),
+                      optimizer=optim.SGD(model.parameters(), lr=0.1))
+    bench_harness.print_profile(step, x, y, steps=1, limit=3)
+    assert " nodes, batch 2" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, option, bound", [

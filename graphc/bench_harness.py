@@ -1,0 +1,132 @@
+"""The measuring side of ``graphc bench``: timing, interleaved A/B rows, which BLAS numpy
+runs on, the W2 profile and the onnxruntime hook. The workloads (models, data, steps) are
+in graphc/bench.py, which counts as user code for the tracer's source lines."""
+from __future__ import annotations
+
+import ctypes
+import glob
+import importlib.util
+import os
+import statistics
+import time
+
+import numpy as np
+
+NAME_WIDTH = 36
+
+
+def timed(fn, steps: int) -> float:
+    """Median seconds per call over ``steps`` calls."""
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def ab(name: str, ours, theirs, steps: int, rounds: int) -> None:
+    """One row: graphc (``ours``) and PyTorch (``theirs``, or None) in interleaved rounds of
+    ``steps`` calls; the median round of each and their ratio graphc / PyTorch."""
+    for f in (ours, theirs):
+        if f is not None:
+            f()  # warm-up: programs, buffers, caches
+    a, b = [], []
+    for _ in range(rounds):  # interleaved so drifts hit both sides alike
+        a.append(timed(ours, steps))
+        if theirs is not None:
+            b.append(timed(theirs, steps))
+    ga = statistics.median(a) * 1e3
+    if b:
+        tb = statistics.median(b) * 1e3
+        print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms   torch {tb:8.3f} ms   ratio {ga / tb:5.2f}", flush=True)
+    else:
+        print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms", flush=True)
+
+
+# ---- which BLAS numpy runs on ----------------------------------------------------------------------
+def _build_blas() -> str | None:
+    """numpy's build-time BLAS: 'scipy-openblas 0.3.31.188.0'."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return " ".join(str(blas[k]) for k in ("name", "version") if blas.get(k)) or None
+    except Exception:  # noqa: BLE001 - older numpy, other builds: the line just says less
+        return None
+
+
+def _threadpoolctl_blas() -> str | None:
+    """'OpenBLAS, SkylakeX kernels, 2 threads' for the BLAS numpy loaded (threadpoolctl's view)."""
+    if importlib.util.find_spec("threadpoolctl") is None:  # optional, not a dependency
+        return None
+    try:
+        from threadpoolctl import threadpool_info
+
+        numpy_dir = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        mine = [i for i in blas if i.get("filepath", "").startswith(numpy_dir) and "numpy" in i["filepath"]]
+        info = (mine or blas or [None])[0]
+        if info is None:
+            return None
+        kernels = f", {info['architecture']} kernels" if info.get("architecture") else ""
+        return f"{info.get('internal_api', 'BLAS')}{kernels}, {info.get('num_threads')} threads"
+    except Exception:  # noqa: BLE001 - a report line must never stop the benchmark
+        return None
+
+
+def _ctypes_openblas() -> str | None:
+    """OpenBLAS's core type from the library itself: ``*openblas_get_corename*`` by ctypes."""
+    try:
+        paths = []
+        if os.path.exists("/proc/self/maps"):  # Linux: the libraries this process loaded
+            with open("/proc/self/maps") as maps:
+                paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
+        numpy_libs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(np.__file__))), "numpy.libs")
+        paths = paths or glob.glob(os.path.join(numpy_libs, "*openblas*"))
+        for path in paths:
+            lib = ctypes.CDLL(path)
+            for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+                corename = getattr(lib, f"{prefix}openblas_get_corename{suffix}", None)
+                if corename is not None:
+                    corename.restype = ctypes.c_char_p
+                    threads = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+                    n = f", {threads()} threads" if threads is not None else ""
+                    return f"openblas, {corename().decode()} kernels{n}"
+    except Exception:  # noqa: BLE001 - a report line must never stop the benchmark
+        return None
+    return None
+
+
+def blas_line() -> str:
+    """'numpy BLAS: scipy-openblas 0.3.31.188.0 (openblas, SkylakeX kernels, 2 threads)'.
+    Whatever cannot be found out is left out; it never raises."""
+    built = _build_blas() or "unknown"
+    runtime = _threadpoolctl_blas() or _ctypes_openblas()
+    return f"numpy BLAS: {built}" + (f" ({runtime})" if runtime else "")
+
+
+# ---- the W2 profile ----------------------------------------------------------------------------------
+def print_profile(step, x, y, steps: int = 10, limit: int = 12) -> None:
+    """``gc.debug.profile`` of a train step: the per-op table and the ``limit`` slowest nodes."""
+    from . import debug
+
+    profile = getattr(debug, "profile", None)
+    if profile is None:
+        print("profile: gc.debug.profile is not available in this graphc")
+        return
+    print(profile(step, x, y, steps=steps).table(limit=limit), flush=True)
+
+
+# ---- onnxruntime -------------------------------------------------------------------------------------
+ORT_PENDING = "onnxruntime inference rows: skipped, they need graphc's ONNX export (issue 18)"
+
+
+def ort_pair(plan, x):
+    """The onnxruntime side of an inference row: a function running ``plan``'s exported ONNX
+    model on ``x``, or None when it cannot be built. graphc has no ONNX export yet (issue 18),
+    so for now this is always None; ``ort_status()`` says why."""
+
+
+def ort_status() -> str:
+    if importlib.util.find_spec("onnxruntime") is None:
+        return f"{ORT_PENDING}; onnxruntime is not installed either"
+    return ORT_PENDING
