@@ -9,11 +9,9 @@ import graphc.executor.kernels as kernels
 import graphc.ir.ops as ops
 from graphc.ir.registry import FAMILY, REGISTRY
 
-HELPERS = {"_shapes", "_vjp", "base"}  # shared helpers, not families
-
-
 def modules(package) -> set:
-    return {m.name for m in pkgutil.iter_modules(package.__path__)} - HELPERS
+    """Family modules: ``base`` and ``_private`` modules are shared helpers, not families."""
+    return {m.name for m in pkgutil.iter_modules(package.__path__) if m.name != "base" and not m.name.startswith("_")}
 
 
 def test_op_and_kernel_files_mirror_each_other():

@@ -6,6 +6,7 @@ does not allocate them again; outputs go straight into the planner's buffers.
 """
 from __future__ import annotations
 
+from ._depthwise import depthwise_forward, depthwise_grad_input, depthwise_grad_weight, is_depthwise
 from .base import writes_out
 
 
@@ -53,6 +54,8 @@ def conv2d_kernel(xp, spec):
     geo = _ConvGeometry(spec, spec.in_types[0], spec.in_types[1], spec.out_types[0])
     n, o, g, k, l = geo.n, geo.o, geo.groups, geo.k, geo.l
     has_bias = len(spec.in_types) == 3
+    if is_depthwise(geo):
+        return writes_out(depthwise_forward(xp, geo, has_bias))
     pad = Padder(xp, spec.in_types[0].shape, geo.padding, geo.dtype)
     cols = xp.empty((n, g, k, l), dtype=geo.dtype)  # one GEMM operand per (image, group)
     cols_view = cols.reshape(n, geo.c, geo.kh, geo.kw, geo.oh, geo.ow)
@@ -75,6 +78,8 @@ def conv2d_grad_input_kernel(xp, spec):
     """Per kernel offset: one GEMM into a reused buffer, then a slice-add into a padded,
     channel-first accumulator (same axis order as the GEMM result: contiguous rows)."""
     geo = _ConvGeometry(spec, spec.out_types[0], spec.in_types[1], spec.in_types[0])
+    if is_depthwise(geo):
+        return writes_out(depthwise_grad_input(xp, geo))
     n, c, o, g, l, cg = geo.n, geo.c, geo.o, geo.groups, geo.l, geo.cg
     (sh, sw), (ph, pw), (dh, dw) = geo.stride, geo.padding, geo.dilation
     oh, ow, kh, kw = geo.oh, geo.ow, geo.kh, geo.kw
@@ -104,6 +109,8 @@ def conv2d_grad_input_kernel(xp, spec):
 def conv2d_grad_weight_kernel(xp, spec):
     """One GEMM per group over all images and pixels: g (O, N*L) @ cols (K, N*L)^T."""
     geo = _ConvGeometry(spec, spec.in_types[1], spec.out_types[0], spec.in_types[0])
+    if is_depthwise(geo):
+        return writes_out(depthwise_grad_weight(xp, geo))
     n, o, g, k, l = geo.n, geo.o, geo.groups, geo.k, geo.l
     pad = Padder(xp, spec.in_types[1].shape, geo.padding, geo.dtype)
     cols = xp.empty((g, k, n, l), dtype=geo.dtype)

@@ -1,0 +1,157 @@
+"""Depthwise convolution (groups == in channels == out channels) without GEMMs.
+
+im2col + one GEMM per group is a Python loop over channels of tiny (1 x k) @ (k x L)
+products. Here each kernel offset is one whole-array multiply-add: output += window * w[:, i, j]
+with the per-channel weights as contiguous planes (numpy vectorizes those, not stride-0
+broadcasts). At stride 1 each window is a contiguous slice of the flattened padded image
+("wide" rows of the padded width; the extra columns are cropped or held at zero), so every
+pass runs over long contiguous rows. Measured on 32x96x16x16, 3x3, stride 1 (ms, this machine,
+noisy): forward 8.2 -> 4.1, input gradient 35 -> 5.1, weight gradient 14.7 -> 2.0.
+"""
+from __future__ import annotations
+
+
+def is_depthwise(geo) -> bool:
+    return geo.groups > 1 and geo.groups == geo.c == geo.o
+
+
+class _Flat:
+    """The padded input (or input gradient) of a stride-1 depthwise conv, flattened per
+    channel, and the slice each kernel offset reads."""
+
+    def __init__(self, xp, geo):
+        (ph, pw), (dh, dw) = geo.padding, geo.dilation
+        self.hp, self.wp = geo.h + 2 * ph, geo.w + 2 * pw
+        self.wide = geo.oh * self.wp  # output rows at the padded width
+        slack = (geo.kw - 1) * dw  # the last offset's slice runs this far past the image
+        self.buf = xp.zeros((geo.n, geo.c, self.hp * self.wp + slack), dtype=geo.dtype)
+        self.image = self.buf[:, :, :self.hp * self.wp].reshape(geo.n, geo.c, self.hp, self.wp)
+        self.inner = self.image[:, :, ph:ph + geo.h, pw:pw + geo.w]
+        self.offsets = [i * dh * self.wp + j * dw for i in range(geo.kh) for j in range(geo.kw)]
+
+    def window(self, k):
+        return self.buf[:, :, self.offsets[k]:self.offsets[k] + self.wide]
+
+
+def _strided_windows(padded, geo):
+    (sh, sw), (dh, dw), (oh, ow) = geo.stride, geo.dilation, (geo.oh, geo.ow)
+    return [padded[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            for i in range(geo.kh) for j in range(geo.kw)]
+
+
+class _Weights:
+    """The weights as one contiguous (C, L) plane per kernel offset."""
+
+    def __init__(self, xp, geo, plane_shape):
+        self.xp, self.geo = xp, geo
+        self.planes = xp.empty((geo.kh * geo.kw, geo.c) + plane_shape, dtype=geo.dtype)
+        self.index = (slice(None), slice(None)) + (None,) * len(plane_shape)
+
+    def load(self, w):
+        self.xp.copyto(self.planes, w.reshape(self.geo.c, -1).T[self.index])
+        return self.planes
+
+
+def _stride_one(geo) -> bool:
+    return tuple(geo.stride) == (1, 1)
+
+
+def depthwise_forward(xp, geo, has_bias):
+    flat = _Flat(xp, geo) if _stride_one(geo) else None
+    if flat is not None:
+        acc_shape, plane_shape = (geo.n, geo.c, flat.wide), (flat.wide,)
+    else:
+        from .conv import Padder
+        pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
+        acc_shape, plane_shape = (geo.n, geo.c, geo.oh, geo.ow), (geo.oh, geo.ow)
+    weights = _Weights(xp, geo, plane_shape)
+    acc, part = xp.empty(acc_shape, dtype=geo.dtype), xp.empty(acc_shape, dtype=geo.dtype)
+    bias_plane = xp.empty((geo.c,) + plane_shape, dtype=geo.dtype) if has_bias else None
+
+    def run(x, w, b=None, out=None):
+        if flat is not None:
+            xp.copyto(flat.inner, x)
+            windows = [flat.window(k) for k in range(len(flat.offsets))]
+        else:
+            windows = _strided_windows(pad(x), geo)
+        planes = weights.load(w)
+        xp.multiply(windows[0], planes[0], out=acc)
+        for window, plane in zip(windows[1:], planes[1:]):
+            xp.add(acc, xp.multiply(window, plane, out=part), out=acc)
+        if has_bias:
+            xp.copyto(bias_plane, b.reshape((geo.c,) + (1,) * len(plane_shape)))
+            xp.add(acc, bias_plane, out=acc)
+        result = acc.reshape(geo.n, geo.c, geo.oh, flat.wp)[:, :, :, :geo.ow] if flat is not None else acc
+        if out is None:
+            out = xp.empty((geo.n, geo.c, geo.oh, geo.ow), dtype=geo.dtype)
+        xp.copyto(out, result)
+        return out
+    return run
+
+
+def _wide_cotangent(xp, geo, flat):
+    """The cotangent at the padded row width, zero in the extra columns (written once)."""
+    wide = xp.zeros((geo.n, geo.c, geo.oh, flat.wp), dtype=geo.dtype)
+    return wide, wide[:, :, :, :geo.ow], wide.reshape(geo.n, geo.c, flat.wide)
+
+
+def depthwise_grad_input(xp, geo):
+    """Each offset adds cotangent x weight into its window of a padded accumulator."""
+    if _stride_one(geo):
+        flat = _Flat(xp, geo)
+        _, g_inner, g_rows = _wide_cotangent(xp, geo, flat)
+        weights = _Weights(xp, geo, (flat.wide,))
+        part = xp.empty(g_rows.shape, dtype=geo.dtype)
+
+        def accumulate(g, planes):
+            xp.copyto(g_inner, g)
+            flat.buf.fill(0)
+            for k, plane in enumerate(planes):
+                flat.window(k)[...] += xp.multiply(g_rows, plane, out=part)
+            return flat.inner
+    else:
+        (ph, pw) = geo.padding
+        acc = xp.zeros((geo.n, geo.c, geo.h + 2 * ph, geo.w + 2 * pw), dtype=geo.dtype)
+        weights = _Weights(xp, geo, (geo.oh, geo.ow))
+        part = xp.empty((geo.n, geo.c, geo.oh, geo.ow), dtype=geo.dtype)
+
+        def accumulate(g, planes):
+            acc.fill(0)
+            for window, plane in zip(_strided_windows(acc, geo), planes):
+                window += xp.multiply(g, plane, out=part)
+            return acc[:, :, ph:ph + geo.h, pw:pw + geo.w]
+
+    def run(g, w, out=None):
+        inner = accumulate(g, weights.load(w))
+        if out is None:
+            return xp.ascontiguousarray(inner)
+        xp.copyto(out, inner)
+        return out
+    return run
+
+
+def depthwise_grad_weight(xp, geo):
+    """dw[c, i, j] = sum over images and pixels of cotangent x window (i, j): one einsum each."""
+    if _stride_one(geo):
+        flat = _Flat(xp, geo)
+        _, g_inner, g_rows = _wide_cotangent(xp, geo, flat)
+
+        def sums(g, x):
+            xp.copyto(g_inner, g)
+            xp.copyto(flat.inner, x)
+            return [xp.einsum("ncl,ncl->c", g_rows, flat.window(k)) for k in range(len(flat.offsets))]
+    else:
+        from .conv import Padder
+        pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
+
+        def sums(g, x):
+            return [xp.einsum("nchw,nchw->c", g, window) for window in _strided_windows(pad(x), geo)]
+
+    def run(g, x, out=None):
+        if out is None:
+            out = xp.empty((geo.c, 1, geo.kh, geo.kw), dtype=geo.dtype)
+        flat_out = out.reshape(geo.c, geo.kh * geo.kw)
+        for k, column in enumerate(sums(g, x)):
+            flat_out[:, k] = column
+        return out
+    return run
