@@ -40,54 +40,84 @@ def _batch_norm(xp, spec):
     return writes_out(run)
 
 
+class ChannelPlanes:
+    """Per-channel work on x (N, C, *spatial) seen as (N, C, L): sums over N and L as einsum
+    reductions, per-channel constants broadcast from contiguous (C, L) planes. numpy's inner
+    loops vectorize a contiguous operand but not a stride-0 broadcast: a per-channel multiply
+    over a 64x32x28x28 batch took 0.39 ms from a (1, C, 1, 1) vector, 0.24 ms from a plane."""
+
+    def __init__(self, xp, shape, dtype, count: int):
+        self.xp, self.n, self.c = xp, shape[0], shape[1]
+        self.l = reduced_count(shape, range(2, len(shape)))
+        self.planes = [xp.empty((self.c, self.l), dtype=dtype) for _ in range(count)]
+
+    def rows(self, x):
+        return x.reshape(self.n, self.c, self.l)
+
+    def plane(self, index: int, per_channel):
+        plane = self.planes[index]
+        self.xp.copyto(plane, per_channel.reshape(self.c, 1))
+        return plane
+
+    def sum(self, x3, out):
+        out[...] = self.xp.einsum("ncl->c", x3)
+        return out
+
+    def dot(self, a3, b3):
+        return self.xp.einsum("ncl,ncl->c", a3, b3)
+
+
 def batch_norm_train_kernel(xp, spec):
     shape = spec.in_types[0].shape
-    axes, bshape = channel_layout(shape)
+    axes, _ = channel_layout(shape)
     eps, momentum = spec.attrs["eps"], spec.attrs["momentum"]
     count = reduced_count(shape, axes)
     if count <= 1:
         raise ShapeError(f"batch_norm in training needs more than 1 value per channel, got input {list(shape)}")
     unbias = count / (count - 1)
     dtype = spec.in_types[0].dtype.numpy
-    centered = xp.empty(shape, dtype=dtype)
+    ch = ChannelPlanes(xp, shape, dtype, 2)
+    centered = ch.rows(xp.empty(shape, dtype=dtype))
 
     def run(x, w, b, running_mean, running_var, out=None):
         y, mean, invstd, new_mean, new_var = out_buffers(xp, spec, out)
-        x.mean(axis=axes, out=mean)
-        xp.subtract(x, mean.reshape(bshape), out=centered)
-        xp.multiply(centered, centered, out=y)  # y is scratch until the last two lines
-        var = y.mean(axis=axes)
+        ch.sum(ch.rows(x), out=mean)
+        mean /= count
+        xp.subtract(ch.rows(x), ch.plane(0, mean), out=centered)
+        var = ch.dot(centered, centered) / count  # two passes: no cancellation when |mean| >> std
         xp.add(var, eps, out=invstd)
         xp.sqrt(invstd, out=invstd)
         xp.reciprocal(invstd, out=invstd)
         xp.add(running_mean * (1 - momentum), mean * momentum, out=new_mean)
         xp.add(running_var * (1 - momentum), var * (momentum * unbias), out=new_var)
-        xp.multiply(centered, (invstd * w).reshape(bshape), out=y)
-        y += b.reshape(bshape)
+        y3 = ch.rows(y)
+        xp.multiply(centered, ch.plane(0, invstd * w), out=y3)
+        y3 += ch.plane(1, b)
         return y, mean, invstd, new_mean, new_var
     return writes_out(run)
 
 
 def batch_norm_train_grad_kernel(xp, spec):
+    """dx = w * invstd * (g - sum(g) / M) - w * invstd^3 * sum(g * (x - mean)) / M * (x - mean)."""
     shape = spec.in_types[1].shape
-    axes, bshape = channel_layout(shape)
+    axes, _ = channel_layout(shape)
     count = reduced_count(shape, axes)
     dtype = spec.in_types[1].dtype.numpy
-    xhat = xp.empty(shape, dtype=dtype)
+    ch = ChannelPlanes(xp, shape, dtype, 2)
+    centered = ch.rows(xp.empty(shape, dtype=dtype))
 
     def run(g, x, w, mean, invstd, out=None):
         gx, gw, gb = out_buffers(xp, spec, out)
-        xp.subtract(x, mean.reshape(bshape), out=xhat)
-        xp.multiply(xhat, invstd.reshape(bshape), out=xhat)
-        g.sum(axis=axes, out=gb)
-        xp.multiply(g, xhat, out=gx)  # gx is scratch here
-        gx.sum(axis=axes, out=gw)
-        # dx = w * invstd / M * (M * g - sum(g) - xhat * sum(g * xhat))
-        xp.multiply(xhat, gw.reshape(bshape), out=xhat)
-        xp.multiply(g, count, out=gx)
-        gx -= gb.reshape(bshape)
-        gx -= xhat
-        gx *= (w * invstd / count).reshape(bshape)
+        g3, gx3 = ch.rows(g), ch.rows(gx)
+        ch.sum(g3, out=gb)
+        xp.subtract(ch.rows(x), ch.plane(0, mean), out=centered)
+        dot = ch.dot(g3, centered)
+        xp.multiply(dot, invstd, out=gw)
+        scale = w * invstd
+        xp.multiply(centered, ch.plane(0, scale * invstd * invstd * dot / -count), out=centered)
+        xp.subtract(g3, ch.plane(1, gb / count), out=gx3)
+        gx3 *= ch.plane(0, scale)
+        gx3 += centered
         return gx, gw, gb
     return writes_out(run)
 
