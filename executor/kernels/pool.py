@@ -116,8 +116,16 @@ class _GradAccumulator:
         return out
 
 
+def _tiles_input(a) -> bool:
+    """Windows that tile the input (kernel == stride, no padding or dilation): every input
+    pixel is in at most one window, so each window's share can be written, not added."""
+    return (tuple(a["kernel_size"]) == tuple(a["stride"]) and tuple(a["padding"]) == (0, 0)
+            and tuple(a["dilation"]) == (1, 1))
+
+
 def _max_pool2d_grad(xp, spec):
-    """Each window's gradient goes to its first maximum (PyTorch's choice on ties)."""
+    """Each window's gradient goes to its first maximum (PyTorch's choice on ties, e.g. the
+    zeros a ReLU leaves): offsets are visited in order and a window stops once it has hit."""
     a = spec.attrs
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
@@ -126,17 +134,20 @@ def _max_pool2d_grad(xp, spec):
     pending = xp.empty(spec.in_types[0].shape, dtype=bool)
     hit = xp.empty(spec.in_types[0].shape, dtype=bool)
     share = xp.empty(spec.in_types[0].shape, dtype=dtype)
+    tiles = _tiles_input(a)
 
     def run(g, x, y, out=None):
-        gx = acc.begin(out)
+        gx = acc.begin(out)  # zeroed: pixels outside every window (a ragged edge) get 0
         pending.fill(True)
         views = zip(window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw),
                     window_views(gx, a["kernel_size"], a["stride"], a["dilation"], out_hw))
         for xv, gv in views:
             xp.equal(xv, y, out=hit)
             xp.logical_and(hit, pending, out=hit)
-            xp.multiply(g, hit, out=share)
-            gv += share
+            if tiles:  # gv is this window's own slot: write the share straight into it
+                xp.multiply(g, hit, out=gv)
+            else:
+                gv += xp.multiply(g, hit, out=share)
             xp.logical_xor(pending, hit, out=pending)  # hit implies pending: clears the winners
         return acc.finish(gx, out)
     return writes_out(run)
