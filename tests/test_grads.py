@@ -9,15 +9,15 @@ import pytest
 from graphc.executor import Plan
 from graphc.ir import REGISTRY, Builder, DType, Graph, TensorType, Value
 from graphc.passes.autodiff import autodiff
-from op_table import OP_TABLE
+from op_table import OP_INFO
 
 EPS = 1e-6  # central-difference step (float64)
 RTOL, ATOL = 1e-5, 1e-8  # finite differences in float64 agree to ~1e-9; this leaves margin
 ELEMENTS_PER_INPUT = 12
 
 
-CASES = [(op, i, s) for op, samples in sorted(OP_TABLE.items()) if REGISTRY[op].vjp is not None
-         for i, s in enumerate(samples) if s.grad]
+CASES = [(op, i, s) for op, info in sorted(OP_INFO.items()) if REGISTRY[op].vjp is not None
+         for i, s in enumerate(info.samples) if s.grad]
 
 
 def _as_f64(a):

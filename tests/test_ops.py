@@ -1,8 +1,8 @@
 """Op tests generated from tests/op_table.py (DESIGN.md section 7).
 
-For every sample: eager (``graphc.dispatch.apply``) against the numpy reference, compiled
-against eager, and against PyTorch (live where torch is installed, else PyTorch's recorded
-outputs: tests/torch_refs.py). Plus: the table, the registry and the numpy kernel table
+For every sample of every ``OpInfo`` entry: eager (``graphc.dispatch.apply``) against the numpy
+reference, compiled against eager, and against the entry's PyTorch counterpart (live where torch
+is installed, else PyTorch's recorded outputs: tests/torch_refs.py). Plus: the table, the registry and the numpy kernel table
 cover the same ops, and bad inputs raise ``gc.ShapeError``.
 """
 from __future__ import annotations
@@ -17,8 +17,7 @@ from graphc.executor import Plan, get_backend
 from graphc.ir import REGISTRY, Builder, DType, Graph, TensorType, verify
 from graphc.ir.registry import infer_types
 
-from conftest import HAVE_TORCH
-from op_table import OP_TABLE
+from op_table import OP_INFO
 
 # Forward tolerances against the float64 references (rtol and atol alike).
 FLOAT32_TOL = 1e-5
@@ -26,8 +25,8 @@ FLOAT64_TOL = 1e-10
 # Compiled plans run the same kernels as eager mode.
 COMPILED_TOL = 1e-6
 
-CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, samples in sorted(OP_TABLE.items())
-         for sample in samples]
+CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, info in sorted(OP_INFO.items())
+         for sample in info.samples]
 
 
 def tolerance(dtype) -> float | None:
@@ -79,7 +78,7 @@ def compile_sample(op, sample):
 # ---- coverage ------------------------------------------------------------------------------
 
 def test_table_covers_registry():
-    missing, extra = set(REGISTRY) - set(OP_TABLE), set(OP_TABLE) - set(REGISTRY)
+    missing, extra = set(REGISTRY) - set(OP_INFO), set(OP_INFO) - set(REGISTRY)
     assert not missing, f"ops without op_table entries: {sorted(missing)}"
     assert not extra, f"op_table entries for unregistered ops: {sorted(extra)}"
 
@@ -89,10 +88,10 @@ def test_numpy_kernel_table_matches_registry():
     assert kernels == set(REGISTRY), (sorted(set(REGISTRY) - kernels), sorted(kernels - set(REGISTRY)))
 
 
-@pytest.mark.parametrize("op", sorted(OP_TABLE))
+@pytest.mark.parametrize("op", sorted(OP_INFO))
 def test_table_entries_are_varied(op):
     """Several samples per op, float64 where the op takes floats, and a non-contiguous input."""
-    samples = OP_TABLE[op]
+    samples = OP_INFO[op].samples
     assert len(samples) >= 4, f"{op}: only {len(samples)} samples"
     descs = [s.desc for s in samples]
     assert len(set(descs)) == len(descs), f"{op}: duplicate sample descriptions"
@@ -152,180 +151,27 @@ def test_compiled_matches_eager(op, sample):
 
 # ---- PyTorch parity --------------------------------------------------------------------------
 
-def _torch_ops() -> dict:
-    """op -> fn(list of torch tensors, normalized attrs) -> tensor or list of tensors."""
-    import torch
-    import torch.nn.functional as F
-
-    def same_dtype(ts):  # torch's matmul/linear/conv want one dtype; graphc promotes
-        dt = ts[0].dtype
-        for t in ts[1:]:
-            dt = torch.promote_types(dt, t.dtype)
-        return [t.to(dt) for t in ts]
-
-    def unary(fn):
-        return lambda ts, a: fn(ts[0])
-
-    def binary(fn):
-        return lambda ts, a: fn(ts[0], ts[1])
-
-    def reduce(fn):
-        def run(ts, a):
-            x, dims = ts[0], a["dims"]
-            return fn(x, dim=tuple(range(x.ndim)) if dims is None else tuple(dims), keepdim=a["keepdim"])
-        return run
-
-    def slice_(ts, a):
-        x = ts[0]
-        for axis in reversed(range(x.ndim)):
-            start, stop, step = a["slices"][axis]
-            if axis in a["drop"]:
-                x = x.select(axis, start)
-            else:
-                idx = list(range(x.shape[axis]))[start:stop:step]  # torch slicing has no negative steps
-                x = x.index_select(axis, torch.tensor(idx, dtype=torch.int64))
-        return x
-
-    def batch_norm_train(ts, a):
-        x, w, b, rm, rv = ts
-        rm, rv = rm.clone(), rv.clone()  # updated in place by torch
-        y, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, a["momentum"], a["eps"])
-        return [y, mean, invstd, rm, rv]
-
-    def vjp(forward, x_shape):
-        """Backward ops: PyTorch autograd's vector-Jacobian product of the forward op."""
-        def run(ts, a):
-            x = torch.zeros(tuple(x_shape(ts, a)), dtype=ts[0].dtype, requires_grad=True)
-            return torch.autograd.grad(forward(x, ts, a), x, ts[0])[0]
-        return run
-
-    def window(a):
-        return {k: a[k] for k in ("stride", "padding", "dilation", "groups")}
-
-    def max_pool2d_grad(ts, a):
-        x = ts[1].clone().requires_grad_(True)
-        y = F.max_pool2d(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"])
-        return torch.autograd.grad(y, x, ts[0])[0]
-
-    def batch_norm_train_grad(ts, a):
-        g, x, w, mean, invstd = ts
-        return torch.ops.aten.native_batch_norm_backward(g, x, w, None, None, mean, invstd, True, 1e-5,
-                                                          [True, True, True])
-
-    def conv_bn(ts, a):
-        y = F.batch_norm(ops["conv2d"](ts[:-4], a), ts[-2], ts[-1], ts[-4], ts[-3], training=False, eps=a["eps"])
-        return torch.relu(y) if a["relu"] else y
-
-    def conv_bn_train(ts, a):
-        conv_out = ops["conv2d"](ts[:-4], a)
-        y, *stats = batch_norm_train([conv_out] + list(ts[-4:]), a)
-        return [torch.relu(y) if a["relu"] else y, conv_out] + stats
-
-    def conv_bn_train_grad(ts, a):
-        g, x, w, conv_out, y, gamma, mean, invstd = ts
-        if a["relu"]:
-            g = aten.threshold_backward(g, y, 0)
-        g_conv, g_gamma, g_beta = batch_norm_train_grad([g, conv_out, gamma, mean, invstd], a)
-        outs = [torch.nn.grad.conv2d_input(x.shape, w, g_conv, **window(a))] if a["input_grad"] else []
-        outs.append(torch.nn.grad.conv2d_weight(x, w.shape, g_conv, **window(a)))
-        if a["has_bias"]:
-            outs.append(g_conv.sum(dim=(0, 2, 3)))
-        return outs + [g_gamma, g_beta]
-
-    aten = torch.ops.aten
-    dt = lambda name: getattr(torch, name)  # noqa: E731
-    ops = {
-        "exp": unary(torch.exp), "log": unary(torch.log), "log1p": unary(torch.log1p), "sqrt": unary(torch.sqrt),
-        "rsqrt": unary(torch.rsqrt), "tanh": unary(torch.tanh), "sigmoid": unary(torch.sigmoid),
-        "erf": unary(torch.erf),
-        "neg": unary(torch.neg), "abs": unary(torch.abs), "relu": unary(torch.relu), "sign": unary(torch.sign),
-        "add": binary(torch.add), "sub": binary(torch.sub), "mul": binary(torch.mul), "div": binary(torch.div),
-        "pow": binary(torch.pow), "maximum": binary(torch.maximum), "minimum": binary(torch.minimum),
-        "eq": binary(torch.eq), "ne": binary(torch.ne), "lt": binary(torch.lt), "le": binary(torch.le),
-        "gt": binary(torch.gt), "ge": binary(torch.ge),
-        "leaky_relu": lambda ts, a: F.leaky_relu(ts[0], a["negative_slope"]),
-        "where": lambda ts, a: torch.where(*ts),
-        "cast": lambda ts, a: ts[0].to(dt(a["dtype"])),
-        "logical_not": unary(torch.logical_not),
-        "matmul": lambda ts, a: torch.matmul(*same_dtype(ts)),
-        "linear": lambda ts, a: F.linear(*same_dtype(ts)),
-        "conv2d": lambda ts, a: F.conv2d(*same_dtype(ts), stride=a["stride"], padding=a["padding"],
-                                         dilation=a["dilation"], groups=a["groups"]),
-        "max_pool2d": lambda ts, a: F.max_pool2d(ts[0], a["kernel_size"], a["stride"], a["padding"], a["dilation"]),
-        "avg_pool2d": lambda ts, a: F.avg_pool2d(ts[0], a["kernel_size"], a["stride"], a["padding"],
-                                                 count_include_pad=a["count_include_pad"]),
-        "adaptive_avg_pool2d": lambda ts, a: F.adaptive_avg_pool2d(ts[0], a["output_size"]),
-        "batch_norm": lambda ts, a: F.batch_norm(ts[0], ts[3], ts[4], ts[1], ts[2], training=False, eps=a["eps"]),
-        "batch_norm_train": batch_norm_train,
-        "softmax": lambda ts, a: torch.softmax(ts[0], a["dim"]),
-        "log_softmax": lambda ts, a: torch.log_softmax(ts[0], a["dim"]),
-        "one_hot": lambda ts, a: F.one_hot(ts[0], a["num_classes"]).to(dt(a["dtype"])),
-        "binary_cross_entropy": lambda ts, a: F.binary_cross_entropy(ts[0], ts[1], reduction="none"),
-        "sum": reduce(torch.sum), "mean": reduce(torch.mean), "max": reduce(torch.amax),
-        "argmax": lambda ts, a: torch.argmax(ts[0], dim=a["dim"], keepdim=a["keepdim"]),
-        "embedding": lambda ts, a: F.embedding(ts[0], ts[1], padding_idx=a["padding_idx"]),
-        "reshape": lambda ts, a: torch.reshape(ts[0], a["shape"]),
-        "flatten": lambda ts, a: torch.flatten(ts[0], a["start_dim"], a["end_dim"]),
-        "permute": lambda ts, a: torch.permute(ts[0], a["perm"]),
-        "concat": lambda ts, a: torch.cat(ts, a["dim"]),
-        "slice": slice_,
-        "full": lambda ts, a: torch.full(a["shape"], a["value"], dtype=dt(a["dtype"])),
-        "broadcast_to": lambda ts, a: torch.broadcast_to(ts[0], a["shape"]),
-        # backward ops
-        "relu_grad": lambda ts, a: aten.threshold_backward(ts[0], ts[1], 0),
-        "sigmoid_grad": lambda ts, a: aten.sigmoid_backward(ts[0], ts[1]),
-        "tanh_grad": lambda ts, a: aten.tanh_backward(ts[0], ts[1]),
-        "reduce_grad": vjp(lambda x, ts, a: (torch.mean if a["mean"] else torch.sum)(
-            x, dim=tuple(a["dims"]), keepdim=a["keepdim"]), lambda ts, a: a["shape"]),
-        "slice_grad": vjp(lambda x, ts, a: slice_([x], a), lambda ts, a: a["shape"]),
-        "conv2d_grad_input": lambda ts, a: torch.nn.grad.conv2d_input(a["input_shape"], ts[1], ts[0], **window(a)),
-        "conv2d_grad_weight": lambda ts, a: torch.nn.grad.conv2d_weight(ts[1], a["weight_shape"], ts[0], **window(a)),
-        "max_pool2d_grad": max_pool2d_grad,
-        "avg_pool2d_grad": vjp(lambda x, ts, a: F.avg_pool2d(x, a["kernel_size"], a["stride"], a["padding"],
-                                                             count_include_pad=a["count_include_pad"]),
-                               lambda ts, a: a["input_shape"]),
-        "adaptive_avg_pool2d_grad": vjp(lambda x, ts, a: F.adaptive_avg_pool2d(x, ts[0].shape[2:]),
-                                        lambda ts, a: ts[0].shape[:2] + tuple(a["input_size"])),
-        "batch_norm_train_grad": batch_norm_train_grad,
-        "embedding_grad": lambda ts, a: aten.embedding_dense_backward(
-            ts[0], ts[1], a["num_embeddings"], -1 if a["padding_idx"] is None else a["padding_idx"], False),
-        # fused ops: the unfused PyTorch functions (and their backward kernels) in sequence
-        "linear_relu": lambda ts, a: torch.relu(F.linear(*ts)),
-        "conv2d_relu": lambda ts, a: torch.relu(F.conv2d(*same_dtype(ts), stride=a["stride"], padding=a["padding"],
-                                                         dilation=a["dilation"], groups=a["groups"])),
-        "conv_bn": conv_bn,
-        "conv_bn_train": conv_bn_train,
-        "conv_bn_train_grad": conv_bn_train_grad,
-    }
-    return ops
-
-
-# Ops with no PyTorch counterpart to compare against, each with the reason.
-NO_TORCH = {
-    "dropout": "random mask: PyTorch's RNG differs; op_table checks the mask's properties instead",
-    "assert_finite": "a training step's NaN/inf guard, no PyTorch op; tests/test_nonfinite.py checks it raising",
-}
-TORCH_OPS = _torch_ops() if HAVE_TORCH else {}
-
-
-def test_every_op_is_torch_mapped_or_excused(torch_ref):
-    # building TORCH_OPS needs torch, so which ops it maps is a recorded fact like any output
-    ref = torch_ref([sorted(REGISTRY), sorted(NO_TORCH)], lambda: {"ops": np.array(sorted(TORCH_OPS))})
-    mapped = ref["ops"].tolist()
-    assert not set(mapped) & set(NO_TORCH)
-    assert set(mapped) | set(NO_TORCH) == set(REGISTRY), sorted(set(REGISTRY) - set(mapped) - set(NO_TORCH))
+def test_every_op_is_torch_mapped_or_excused():
+    """Every registered op's entry names PyTorch's counterpart or says why there is none (never
+    both), and an op with a counterpart is compared with it on at least one sample."""
+    unaccounted = sorted(op for op in REGISTRY if op not in OP_INFO or not (OP_INFO[op].torch or OP_INFO[op].no_torch))
+    assert not unaccounted, f"ops with neither a PyTorch counterpart nor a no_torch reason: {unaccounted}"
+    for op, info in OP_INFO.items():
+        assert (info.torch is None) == bool(info.no_torch), f"{op}: needs exactly one of torch / no_torch"
+        if info.torch is not None:
+            assert any(not s.no_torch for s in info.samples), f"{op}: every sample is excused from the torch check"
 
 
 # Parity cases: everything except the excused ops and samples (their checks live elsewhere).
-TORCH_CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, samples in sorted(OP_TABLE.items())
-               if op not in NO_TORCH for sample in samples if not sample.no_torch]
+TORCH_CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, info in sorted(OP_INFO.items())
+               if info.torch is not None for sample in info.samples if not sample.no_torch]
 
 
 def torch_outputs(op, sample) -> dict:
     import torch
 
     attrs = REGISTRY[op].normalize_attrs(sample.attrs)
-    out = TORCH_OPS[op]([torch.from_numpy(np.array(a, order="C")) for a in sample.inputs], attrs)
+    out = OP_INFO[op].torch([torch.from_numpy(np.array(a, order="C")) for a in sample.inputs], attrs)
     return {f"out{i}": t for i, t in enumerate([out] if isinstance(out, torch.Tensor) else out)}
 
 
