@@ -2,8 +2,8 @@
 
 For every sample of every ``OpInfo`` entry: eager (``graphc.dispatch.apply``) against the numpy
 reference, compiled against eager, and against the entry's PyTorch counterpart (live where torch
-is installed, else PyTorch's recorded outputs: tests/torch_refs.py). Plus: the table, the registry and the numpy kernel table
-cover the same ops, and bad inputs raise ``gc.ShapeError``.
+is installed, else PyTorch's recorded outputs: tests/torch_refs.py). Plus: the table, the
+registry and the numpy kernel table cover the same ops, and bad inputs raise ``gc.ShapeError``.
 """
 from __future__ import annotations
 
