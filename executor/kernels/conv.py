@@ -6,6 +6,7 @@ does not allocate them again; outputs go straight into the planner's buffers.
 """
 from __future__ import annotations
 
+from ._channels import ChannelPlanes
 from ._depthwise import depthwise_forward, depthwise_grad_input, depthwise_grad_weight, is_depthwise
 from .base import writes_out
 
@@ -57,6 +58,7 @@ def conv2d_kernel(xp, spec):
     if is_depthwise(geo):
         return writes_out(depthwise_forward(xp, geo, has_bias))
     pad = Padder(xp, spec.in_types[0].shape, geo.padding, geo.dtype)
+    bias = ChannelPlanes(xp, spec.out_types[0].shape, geo.dtype, 1) if has_bias else None
     cols = xp.empty((n, g, k, l), dtype=geo.dtype)  # one GEMM operand per (image, group)
     cols_view = cols.reshape(n, geo.c, geo.kh, geo.kw, geo.oh, geo.ow)
 
@@ -69,7 +71,8 @@ def conv2d_kernel(xp, spec):
         for gi in range(g):
             xp.matmul(wg[gi], cols[:, gi], out=og[:, gi])
         if has_bias:
-            out += b.reshape(1, o, 1, 1)
+            out3 = bias.rows(out)
+            out3 += bias.plane(0, b)
         return out
     return writes_out(run)
 

@@ -5,7 +5,8 @@ from ...ir.ops.norm import batch_norm_affine
 from .base import writes_out
 from .conv import conv2d_kernel, conv2d_grad_input_kernel, conv2d_grad_weight_kernel
 from .linalg import linear_kernel
-from .norm import batch_norm_train_kernel, batch_norm_train_grad_kernel, out_buffers, channel_layout
+from ._channels import ChannelPlanes
+from .norm import batch_norm_train_kernel, batch_norm_train_grad_kernel, out_buffers
 
 
 def _linear_relu(xp, spec):
@@ -33,7 +34,7 @@ def _sub_spec(spec, in_types, out_types, **attrs):
 def _conv_bn(xp, spec):
     conv = conv2d_kernel(xp, _sub_spec(spec, spec.in_types[:2], spec.out_types[:1]))
     has_bias = len(spec.in_types) == 7
-    _, bshape = channel_layout(spec.out_types[0].shape)
+    ch = ChannelPlanes(xp, spec.out_types[0].shape, spec.out_types[0].dtype.numpy, 2)
     eps, relu = spec.attrs["eps"], spec.attrs["relu"]
 
     def run(x, w, *rest, out=None):
@@ -42,8 +43,9 @@ def _conv_bn(xp, spec):
         if has_bias:
             shift = shift + rest[0] * scale
         out = conv(x, w, out=out)
-        out *= scale.reshape(bshape)
-        out += shift.reshape(bshape)
+        out3 = ch.rows(out)
+        out3 *= ch.plane(0, scale)
+        out3 += ch.plane(1, shift)
         return xp.maximum(out, 0, out=out) if relu else out
     return writes_out(run)
 

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from ...ir.errors import GraphcError, ShapeError
 from ...ir.ops.norm import batch_norm_affine
+from ._channels import ChannelPlanes
 from .base import writes_out
-
-
-def channel_layout(shape):
-    """Reduction axes and the per-channel broadcast shape for (N,C), (N,C,L), (N,C,H,W)."""
-    axes = (0,) + tuple(range(2, len(shape)))
-    bshape = (1, shape[1]) + (1,) * (len(shape) - 2)
-    return axes, bshape
 
 
 def reduced_count(shape, axes) -> int:
@@ -29,49 +23,24 @@ def out_buffers(xp, spec, out):
 
 
 def _batch_norm(xp, spec):
-    _, bshape = channel_layout(spec.in_types[0].shape)
+    shape = spec.in_types[0].shape
     eps = spec.attrs["eps"]
+    ch = ChannelPlanes(xp, shape, spec.out_types[0].dtype.numpy, 2)
 
     def run(x, w, b, mean, var, out=None):
         scale, shift = batch_norm_affine(xp, w, b, mean, var, eps)
-        out = xp.multiply(x, scale.reshape(bshape), out=out)
-        out += shift.reshape(bshape)
+        out = out_buffers(xp, spec, out)[0] if out is None else out
+        y3 = ch.rows(out)
+        xp.multiply(ch.rows(x), ch.plane(0, scale), out=y3)
+        y3 += ch.plane(1, shift)
         return out
     return writes_out(run)
 
 
-class ChannelPlanes:
-    """Per-channel work on x (N, C, *spatial) seen as (N, C, L): sums over N and L as einsum
-    reductions, per-channel constants broadcast from contiguous (C, L) planes. numpy's inner
-    loops vectorize a contiguous operand but not a stride-0 broadcast: a per-channel multiply
-    over a 64x32x28x28 batch took 0.39 ms from a (1, C, 1, 1) vector, 0.24 ms from a plane."""
-
-    def __init__(self, xp, shape, dtype, count: int):
-        self.xp, self.n, self.c = xp, shape[0], shape[1]
-        self.l = reduced_count(shape, range(2, len(shape)))
-        self.planes = [xp.empty((self.c, self.l), dtype=dtype) for _ in range(count)]
-
-    def rows(self, x):
-        return x.reshape(self.n, self.c, self.l)
-
-    def plane(self, index: int, per_channel):
-        plane = self.planes[index]
-        self.xp.copyto(plane, per_channel.reshape(self.c, 1))
-        return plane
-
-    def sum(self, x3, out):
-        out[...] = self.xp.einsum("ncl->c", x3)
-        return out
-
-    def dot(self, a3, b3):
-        return self.xp.einsum("ncl,ncl->c", a3, b3)
-
-
 def batch_norm_train_kernel(xp, spec):
     shape = spec.in_types[0].shape
-    axes, _ = channel_layout(shape)
     eps, momentum = spec.attrs["eps"], spec.attrs["momentum"]
-    count = reduced_count(shape, axes)
+    count = reduced_count(shape, [0, *range(2, len(shape))])
     if count <= 1:
         raise ShapeError(f"batch_norm in training needs more than 1 value per channel, got input {list(shape)}")
     unbias = count / (count - 1)
@@ -100,8 +69,7 @@ def batch_norm_train_kernel(xp, spec):
 def batch_norm_train_grad_kernel(xp, spec):
     """dx = w * invstd * (g - sum(g) / M) - w * invstd^3 * sum(g * (x - mean)) / M * (x - mean)."""
     shape = spec.in_types[1].shape
-    axes, _ = channel_layout(shape)
-    count = reduced_count(shape, axes)
+    count = reduced_count(shape, [0, *range(2, len(shape))])
     dtype = spec.in_types[1].dtype.numpy
     ch = ChannelPlanes(xp, shape, dtype, 2)
     centered = ch.rows(xp.empty(shape, dtype=dtype))
