@@ -642,5 +642,3 @@ def build_table() -> dict[str, OpInfo]:
 
 
 OP_INFO: dict[str, OpInfo] = build_table()
-# op -> samples: a view of OP_INFO for callers that need only the samples (tests/test_device.py)
-OP_TABLE: dict[str, list[Sample]] = {op: info.samples for op, info in OP_INFO.items()}

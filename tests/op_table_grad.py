@@ -209,6 +209,9 @@ def _conv_grad_samples(ref, second, attrs_key):
         ((2, 3, 5, 5), (4, 3, 3, 3), {}, "f64"),
         ((2, 3, 5, 5), (4, 3, 3, 3), {"padding": (1, 1)}, "noncontig"),
         ((1, 3, 4, 4), (2, 3, 3, 3), {"padding": (1, 1)}, "batch1"),
+        ((2, 4, 6, 5), (4, 1, 3, 3), {"groups": 4, "padding": (1, 1)}, "depthwise-pad1"),
+        ((2, 3, 7, 7), (3, 1, 3, 3), {"groups": 3, "stride": (2, 2), "padding": (1, 1)}, "depthwise-stride2"),
+        ((2, 3, 9, 8), (3, 1, 3, 2), {"groups": 3, "padding": (2, 1), "dilation": (2, 2)}, "depthwise-dilated"),
     ]
     samples = []
     for xs, ws, attrs, desc in cases:

@@ -257,6 +257,12 @@ def nn_table():
         S([fortran(x), fortran(randn(4, 3, 3, 3)), randn(4)], conv, "noncontig-transposed"),
         S([flipped(x), randn(4, 3, 3, 3), randn(4)], conv, "noncontig-negative-strides", {"stride": (2, 1)}),
         S([randn(1, 3, 4, 4), randn(2, 3, 3, 3), randn(2)], conv, "batch1", {"padding": (1, 1)}),
+        # depthwise has its own kernels: stride 1 (wide rows of the padded image) and strided windows
+        S([randn(2, 4, 6, 5), randn(4, 1, 3, 3), randn(4)], conv, "depthwise-pad1-bias", {"groups": 4, "padding": (1, 1)}),
+        S([randn(2, 3, 7, 7), randn(3, 1, 3, 3)], conv, "depthwise-stride2-pad1",
+          {"groups": 3, "stride": (2, 2), "padding": (1, 1)}),
+        S([randn(2, 3, 9, 8), randn(3, 1, 3, 2), randn(3)], conv, "depthwise-dilated-asymmetric",
+          {"groups": 3, "padding": (2, 1), "dilation": (2, 2)}),
     ]))
     mp, ap = pool_ref("max"), pool_ref("avg")
     d = distinct(2, 3, 6, 6)

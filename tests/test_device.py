@@ -12,7 +12,7 @@ from graphc.executor.backends import get_backend, parse_device
 from graphc.executor.backends import cupy_backend as cupy_module
 from graphc.executor.kernels import TABLE
 from graphc.ir import REGISTRY
-from op_table import OP_TABLE
+from op_table import OP_INFO
 
 try:
     get_backend("cuda")
@@ -110,7 +110,7 @@ def test_compare_backends_agrees_with_itself_and_finds_a_broken_kernel():
 
 
 # ---- GPU: same plans on cupy --------------------------------------------------------------------
-GPU_CASES = [(op, s) for op, samples in sorted(OP_TABLE.items()) for s in samples if s.ref is not None]
+GPU_CASES = [(op, s) for op, info in sorted(OP_INFO.items()) for s in info.samples if s.ref is not None]
 
 
 @pytest.mark.gpu
