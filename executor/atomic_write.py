@@ -35,8 +35,10 @@ _SYNC_UNSUPPORTED = {errno.EINVAL, errno.EBADF, getattr(errno, "ENOTSUP", errno.
                      getattr(errno, "EOPNOTSUPP", errno.EINVAL)}
 
 
-def write_atomically(path: str, data: bytes, what: str = "file") -> None:
-    """Replace ``path`` by ``data`` atomically; GraphcError ``cannot save {what} to {path}: ...``."""
+def write_atomically(path: str, data, what: str = "file") -> None:
+    """Replace ``path`` by ``data`` atomically; GraphcError ``cannot save {what} to {path}: ...``.
+    ``data``: bytes, or an iterable of buffers written one after the other (a plan file: its
+    header, then its arrays' own memory, so nothing is joined into one big copy first)."""
     folder = os.path.dirname(os.path.abspath(path))
     remove_stale_temps(folder, os.path.basename(path))
     mode = _file_mode(path)
@@ -48,7 +50,8 @@ def write_atomically(path: str, data: bytes, what: str = "file") -> None:
     try:
         try:
             os.chmod(tmp, mode)
-            _write_all(fd, data)
+            for chunk in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                _write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)

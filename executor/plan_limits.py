@@ -69,6 +69,8 @@ HEADER_FIELDS = {
     "kind": Limit(**_SHORT, string=64),
     "checksum": Limit(**_SHORT, string=128),
     "body": BIN,
+    # since 1.3: {size, checksum} of the raw data section after the header (newer keys allowed)
+    "data": Limit(length=16, items=16, containers=1, string=128),
 }
 HEADER_UNKNOWN = Limit(length=64, items=256, containers=16)  # a newer version's header field: small
 METADATA = Limit(length=METADATA_ITEMS, items=METADATA_ITEMS, containers=METADATA_CONTAINERS, string=1 << 16,

@@ -130,9 +130,11 @@ class Fields:
     """The fields of one msgpack map, located without unpacking them, each unpacked on request
     within its limit (``limits[key]``: a Limit, a Stream, a nested dict of limits, or BIN).
     Keys must be unique strings; at most ``MAX_KEYS`` of them. Unknown keys are located
-    within ``unknown`` (a Limit) if given, else only checked to be well-formed msgpack."""
+    within ``unknown`` (a Limit) if given, else only checked to be well-formed msgpack.
+    Bytes after the map are refused unless ``trailing``; ``end`` is where the map ends (the
+    file's header: a 1.3 file's raw data section follows it)."""
 
-    def __init__(self, data, what: str, limits: dict, unknown: Limit | None = None):
+    def __init__(self, data, what: str, limits: dict, unknown: Limit | None = None, trailing: bool = False):
         self.what, self.limits, self.unknown = what, limits, unknown
         self.view = memoryview(data)
         self.spans, self.entries = {}, {}
@@ -146,7 +148,8 @@ class Fields:
             end = self._locate(key, pos)
             self.spans[key] = (pos, end)
             pos = end
-        if pos != len(self.view):
+        self.end = pos
+        if pos != len(self.view) and not trailing:
             fail(f"not a graphc plan file, or a damaged one: trailing bytes after the {what}")
 
     def _locate(self, key: str, start: int) -> int:

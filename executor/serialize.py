@@ -1,11 +1,15 @@
-"""The plan file: one self-contained msgpack document (see docs/format.md).
+"""The plan file: a msgpack header and, since 1.3, a raw data section (see docs/format.md).
 
-Layout: an outer map ``{magic, format_version, producer, kind, checksum, body}`` where
+Layout: an outer map ``{magic, format_version, producer, kind, checksum, body, data}`` where
 ``body`` is the msgpack bytes of ``{graph, tensors, param_groups, rng, metadata}`` and
-``checksum`` is its SHA-256. Loading checks magic, version and checksum before it parses
-the body, unpacks every field within the format's limits (``plan_limits``), and checks every
-field before allocating arrays. No pickle, no eval, no import by name: op names are looked
-up in the registry. Saving checks the same limits, so it never writes a file it cannot load.
+``checksum`` is its SHA-256; the tensors' bytes follow the header in the data section
+(``plan_data``: 64-byte aligned, CRC-32 in ``data``), so a save is a few large writes and a
+load is one read plus views. Files of 1.0 to 1.2 (no ``data``: each tensor record holds its
+bytes) load through the same checks. Loading checks magic, version and checksums before it
+parses the body, unpacks every field within the format's limits (``plan_limits``), and checks
+every field before allocating arrays. No pickle, no eval, no import by name: op names are
+looked up in the registry. Saving checks the same limits, so it never writes a file it cannot
+load.
 """
 from __future__ import annotations
 
@@ -18,15 +22,42 @@ import numpy as np
 from ..ir._version import __version__
 from ..ir.errors import GraphcError, PlanFormatError
 from .atomic_write import write_atomically
-from .plan_format import (DTYPES, MAX_DIM, check_plain, decode_graph, encode_graph, expect, field, is_int,
-                          verify_loaded)
-from .plan_limits import (BODY_FIELDS, GRAPH_FIELDS, HEADER_FIELDS, HEADER_UNKNOWN, MAX_IO, MAX_NAME, MAX_NODES,
-                          MAX_PARAM_GROUPS, MAX_PRODUCER, MAX_RANK, MAX_SCHEDULERS, MAX_TENSORS, MAX_VALUES, METADATA,
-                          clip, fail, show)
+from .plan_data import DataSection, Placer, coalesce, padding, read_file, section
+from .plan_format import (
+    DTYPES,
+    MAX_DIM,
+    check_plain,
+    decode_graph,
+    encode_graph,
+    expect,
+    field,
+    is_int,
+    verify_loaded,
+)
+from .plan_limits import (
+    BODY_FIELDS,
+    GRAPH_FIELDS,
+    HEADER_FIELDS,
+    HEADER_UNKNOWN,
+    MAX_IO,
+    MAX_NAME,
+    MAX_NODES,
+    MAX_PARAM_GROUPS,
+    MAX_PRODUCER,
+    MAX_RANK,
+    MAX_SCHEDULERS,
+    MAX_TENSORS,
+    MAX_VALUES,
+    METADATA,
+    clip,
+    fail,
+    show,
+)
 from .plan_unpack import Fields
 
 MAGIC = "graphc-plan"
-FORMAT_VERSION = (1, 2)  # 1.1: optional lr scheduler state and initial_lr; 1.2: u8 values (docs/format.md)
+# 1.1: optional lr scheduler state and initial_lr; 1.2: u8 values; 1.3: the raw data section (docs/format.md)
+FORMAT_VERSION = (1, 3)
 KINDS = ("training", "inference")
 
 
@@ -37,8 +68,10 @@ def producer() -> str:
 
 
 # ---- writing ------------------------------------------------------------------------
-def plan_to_bytes(plan, metadata: dict | None = None, where: str = "the plan") -> bytes:
-    """The file's bytes. A plan over the format's limits (docs/format.md) is a GraphcError
+def plan_chunks(plan, metadata: dict | None = None, where: str = "the plan") -> list:
+    """The file's bytes as a list of buffers: the header (padded to the data section), then the
+    data section, whose chunks are views of the plan's arrays (write them before the plan runs
+    again). A plan over the format's limits (docs/format.md) is a GraphcError
     ``cannot save {where}: ...`` here, rather than a file that ``gc.load`` would refuse."""
     def refuse(message: str):
         raise GraphcError(f"cannot save {where}: {clip(message)}")
@@ -46,14 +79,15 @@ def plan_to_bytes(plan, metadata: dict | None = None, where: str = "the plan") -
     if not isinstance(metadata, (dict, type(None))):
         refuse(f"plan.metadata must be a dict, not {type(metadata).__name__}")
     graph = plan.graph
-    _check_sizes(plan, refuse)  # cheap checks first: before the tensors' bytes are copied
+    _check_sizes(plan, refuse)  # cheap checks first: before the tensors' bytes are read
     metadata = check_plain(dict(metadata or {}), "metadata", METADATA, refuse)
     schedulers = check_plain([_scheduler_record(s) for s in plan.lr_schedulers], "lr_schedulers",
                              BODY_FIELDS["lr_schedulers"], refuse)
     encoded = encode_graph(graph)
     check_plain(encoded["meta"], "graph.meta", GRAPH_FIELDS["meta"], refuse)
-    tensors = [_tensor_record(name, plan.backend.to_numpy(plan._state[name])) for name in graph.state]
-    tensors += [_tensor_record(name, graph.constant_data[name]) for name in graph.constants]
+    data = DataSection()
+    tensors = [_tensor_record(name, plan.backend.to_numpy(plan._state[name]), data) for name in graph.state]
+    tensors += [_tensor_record(name, graph.constant_data[name], data) for name in graph.constants]
     body = {
         "graph": encoded,
         "tensors": tensors,
@@ -63,10 +97,18 @@ def plan_to_bytes(plan, metadata: dict | None = None, where: str = "the plan") -
         "metadata": metadata,
     }
     body_bytes = msgpack.packb(body, use_bin_type=True)
-    return msgpack.packb({
+    header = msgpack.packb({
         "magic": MAGIC, "format_version": list(FORMAT_VERSION), "producer": producer(), "kind": plan.kind,
         "checksum": "sha256:" + hashlib.sha256(body_bytes).hexdigest(), "body": body_bytes,
+        "data": {"size": data.size, "checksum": data.checksum()},
     }, use_bin_type=True)
+    return [header + padding(len(header)), *data.chunks]
+
+
+def plan_to_bytes(plan, metadata: dict | None = None, where: str = "the plan") -> bytes:
+    """The whole file as one bytes object (what ``save_plan`` writes)."""
+    with plan._serial:  # a training step running meanwhile would change the arrays under the checksum
+        return b"".join(plan_chunks(plan, metadata, where))
 
 
 def _check_sizes(plan, refuse) -> None:
@@ -109,13 +151,15 @@ def _scheduler_record(scheduler) -> dict:
 FILE_DTYPES = {d.numpy: short for short, d in DTYPES.items()}
 
 
-def _tensor_record(name: str, array: np.ndarray) -> dict:
+def _tensor_record(name: str, array: np.ndarray, data: DataSection) -> dict:
     dtype = FILE_DTYPES.get(array.dtype)
     if dtype is None:
         raise GraphcError(f"cannot save tensor {name!r}: dtype {array.dtype} is not one of the plan file's "
                           f"({', '.join(d.name for d in DTYPES.values())})")
-    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    return {"name": name, "dtype": dtype, "shape": list(array.shape), "data": data}
+    shape = list(array.shape)
+    array = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)  # no copy if it is
+    offset, nbytes = data.add(array)
+    return {"name": name, "dtype": dtype, "shape": shape, "offset": offset, "nbytes": nbytes}
 
 
 def _rng_state(rng: np.random.Generator) -> dict:
@@ -129,14 +173,18 @@ def _rng_state(rng: np.random.Generator) -> dict:
 def save_plan(plan, path, metadata: dict | None = None) -> None:
     """Write atomically (``atomic_write``); every failure is a GraphcError naming ``path``."""
     path = os.fsdecode(path)
-    write_atomically(path, plan_to_bytes(plan, metadata, where=f"plan to {path}"), what="plan")
+    with plan._serial:  # the chunks are the live arrays: no training step until they are written
+        chunks = plan_chunks(plan, metadata, where=f"plan to {path}")
+        write_atomically(path, coalesce(chunks), what="plan")
 
 
 # ---- reading ------------------------------------------------------------------------
-def read_document(data: bytes) -> dict:
-    """Check the header, the version and the checksum. The body comes back as ``Fields``: a
-    view of ``data``, located but not unpacked."""
-    header = Fields(data, "file", HEADER_FIELDS, unknown=HEADER_UNKNOWN)
+def read_document(data) -> dict:
+    """Check the header, the version and the checksums. The body comes back as ``Fields``: a
+    view of ``data``, located but not unpacked; the data section (1.3) as a writable view."""
+    header = Fields(data, "file", HEADER_FIELDS, unknown=HEADER_UNKNOWN, trailing=True)
+    if "data" not in header and header.end != len(header.view):
+        fail("not a graphc plan file, or a damaged one: trailing bytes after the file")
     if header.get("magic", None) != MAGIC:
         fail("not a graphc plan (bad magic)")
     version = expect(header.get("format_version"), list, "file.format_version")
@@ -155,15 +203,21 @@ def read_document(data: bytes) -> dict:
     checksum = expect(header.get("checksum"), str, "file.checksum")
     if checksum != "sha256:" + hashlib.sha256(body).hexdigest():
         fail("checksum mismatch: the file is corrupted")
+    data_section = None
+    if "data" in header:  # 1.3: the tensors' bytes follow the header
+        data_section = section(header.view, header.end, expect(header.get("data"), dict, "file.data"))
     return {"body": Fields(body, "body", BODY_FIELDS), "kind": kind, "producer": producer_name,
-            "format_version": tuple(version)}
+            "format_version": tuple(version), "data": data_section}
 
 
-def decode_tensors(count: int, records, expected: dict) -> dict:
-    """Check every record (name, dtype allowlist, shape, byte count) against the graph's
-    ``expected`` types before building its array; records arrive one at a time."""
+def decode_tensors(count: int, records, expected: dict, data: memoryview | None = None) -> dict:
+    """Check every record (name, dtype allowlist, shape, byte count, and its place in the data
+    section ``data`` if the file has one) against the graph's ``expected`` types before building
+    its array; records arrive one at a time. Without a data section (1.0 to 1.2) each record
+    holds its bytes, copied into a new array; with one, arrays are views of it."""
     if count != len(expected):
         fail(f"{count} tensors stored, the graph needs {len(expected)}")
+    placer = None if data is None else Placer(data)
     arrays = {}
     for k, rec in enumerate(records):
         where = f"tensor {k}"
@@ -187,11 +241,19 @@ def decode_tensors(count: int, records, expected: dict) -> dict:
         want = expected[name]
         if tuple(shape) != want.shape or DTYPES[dtype] is not want.dtype:
             fail(f"tensor {show(name)} is {dtype}{shape}, the graph says {want}")
-        data = field(rec, "data", bytes, where)
         np_dtype = DTYPES[dtype].numpy.newbyteorder("<")
-        if count * np_dtype.itemsize != len(data):
-            fail(f"tensor {show(name)}: shape {shape} x {np_dtype.itemsize} bytes != {len(data)} bytes of data")
-        arrays[name] = np.frombuffer(data, dtype=np_dtype).astype(DTYPES[dtype].numpy).reshape(shape)
+        if placer is not None:
+            array = placer.view(rec, name, np_dtype, shape, count * np_dtype.itemsize)
+        else:
+            raw = field(rec, "data", bytes, where)
+            if count * np_dtype.itemsize != len(raw):
+                fail(f"tensor {show(name)}: shape {shape} x {np_dtype.itemsize} bytes != {len(raw)} bytes of data")
+            array = np.frombuffer(raw, dtype=np_dtype).astype(DTYPES[dtype].numpy).reshape(shape)
+        if array.dtype == np.bool_ and array.size and array.view(np.uint8).max() > 1:
+            fail(f"tensor {show(name)} is bool but holds bytes other than 0 and 1")
+        arrays[name] = array
+    if placer is not None:
+        placer.finish()
     return arrays
 
 
@@ -199,17 +261,17 @@ def load_plan(path, device="cpu", memory_budget=None):
     """Read a plan file; every problem raises ``PlanFormatError`` naming ``path``."""
     path = os.fsdecode(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_file(path)  # one read into an aligned, writable buffer: the state's arrays are views of it
+        return plan_from_bytes(data, device, memory_budget)
     except OSError as e:
         raise PlanFormatError(f"cannot read plan file {path}: {e.strerror or e}") from None
-    try:
-        return plan_from_bytes(data, device, memory_budget)
     except PlanFormatError as e:
         raise PlanFormatError(f"{path}: {e.message}") from None
 
 
-def plan_from_bytes(data: bytes, device="cpu", memory_budget=None):
+def plan_from_bytes(data, device="cpu", memory_budget=None):
+    """A plan from the file's bytes (any buffer). The data section of a 1.3 file is used in
+    place when ``data`` is writable and 64-byte aligned (``load_plan``), else copied once."""
     from .plan import Plan
 
     doc = read_document(data)
@@ -217,7 +279,7 @@ def plan_from_bytes(data: bytes, device="cpu", memory_budget=None):
     try:
         graph, constants = decode_graph(body.fields("graph"))
         expected = {v.name: v.type for v in [*graph.state.values(), *constants]}
-        arrays = decode_tensors(*body.stream("tensors"), expected)
+        arrays = decode_tensors(*body.stream("tensors"), expected, doc["data"])
         for value in constants:
             graph.add_constant(value, arrays[value.name])
         verify_loaded(graph)

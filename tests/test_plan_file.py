@@ -107,6 +107,30 @@ def pack_file(body=None, *, body_bytes=None, fix_checksum=True, **outer_override
     return msgpack.packb(outer, use_bin_type=True)
 
 
+def split_file(data: bytes) -> tuple[dict, int, bytes]:
+    """A 1.3 file's header map, where the header ends, and its data section."""
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(data))
+    unpacker.feed(data)
+    header = unpacker.unpack()
+    end = unpacker.tell()
+    return header, end, data[-(-end // 64) * 64:]
+
+
+def legacy_bytes(data: bytes, version=(1, 2)) -> bytes:
+    """A 1.3 file rewritten as graphc wrote files before 1.3: each tensor record holds its
+    bytes, and there is no data section."""
+    header, _, section = split_file(data)
+    del header["data"]
+    body = msgpack.unpackb(header["body"], raw=False)
+    for record in body["tensors"]:
+        offset, nbytes = record.pop("offset"), record.pop("nbytes")
+        record["data"] = section[offset:offset + nbytes]
+    header["body"] = msgpack.packb(body, use_bin_type=True)
+    header["checksum"] = "sha256:" + hashlib.sha256(header["body"]).hexdigest()
+    header["format_version"] = list(version)
+    return msgpack.packb(header, use_bin_type=True)
+
+
 def raw_map(items: list) -> bytes:
     """A msgpack map written by hand: ``items`` are (key, value) pairs where a ``bytes`` value
     wrapped in ``Raw`` is spliced in verbatim (for payloads msgpack-python will not write)."""
@@ -249,7 +273,7 @@ def test_state_dict_and_step_count_on_loaded_plan(tmp_path):
     plan = gc.load(tmp_path / "p.graphc")
     assert isinstance(plan, gc.Plan)
     assert plan.kind == "training" and plan.step_count == 3
-    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 2)
+    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == FORMAT_VERSION == (1, 3)
     sd = plan.state_dict()
     assert list(sd) == list(step.state_dict())
     assert set(sd) == set(model.state_dict())
@@ -1303,7 +1327,7 @@ def test_tensor_disagreeing_with_graph_is_refused_before_arrays_are_built():
     3x. docs/format.md: 'Everything, before it allocates an array'."""
     gc.manual_seed(0)
     plan = gc.compile(nn.Linear(1024, 1024).eval(), example_inputs=(np.ones((2, 1024), np.float32),))
-    good = plan_to_bytes(plan)
+    good = legacy_bytes(plan_to_bytes(plan))  # a 1.2 file: tensor bytes inside the body (test_plan_file_raw: 1.3)
     outer = msgpack.unpackb(good, raw=False)
     body = msgpack.unpackb(outer["body"], raw=False)
     big = next(t for t in body["tensors"] if t["shape"] == [1024, 1024])
@@ -1315,7 +1339,7 @@ def test_tensor_disagreeing_with_graph_is_refused_before_arrays_are_built():
 
 # ---- source check ---------------------------------------------------------------------------------------------
 LOAD_PATH = ["executor/serialize.py", "executor/plan_format.py", "executor/plan_limits.py", "executor/plan_unpack.py",
-             "executor/plan.py", "executor/program.py",
+             "executor/plan_data.py", "executor/plan.py", "executor/program.py",
              *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ir").glob("*.py"))]
 FORBIDDEN_NAMES = {"pickle", "cPickle", "_pickle", "marshal", "shelve", "__import__", "importlib", "dill",
                    "cloudpickle", "joblib", "__builtins__"}
