@@ -212,6 +212,7 @@ def _conv_grad_samples(ref, second, attrs_key):
         ((2, 4, 6, 5), (4, 1, 3, 3), {"groups": 4, "padding": (1, 1)}, "depthwise-pad1"),
         ((2, 3, 7, 7), (3, 1, 3, 3), {"groups": 3, "stride": (2, 2), "padding": (1, 1)}, "depthwise-stride2"),
         ((2, 3, 9, 8), (3, 1, 3, 2), {"groups": 3, "padding": (2, 1), "dilation": (2, 2)}, "depthwise-dilated"),
+        ((2, 3, 5, 4), (4, 3, 1, 1), {}, "1x1"),  # pointwise: one GEMM per image, no im2col
     ]
     samples = []
     for xs, ws, attrs, desc in cases:

@@ -47,6 +47,10 @@ class _ConvGeometry:
         self.l = self.oh * self.ow
         self.dtype = y_type.dtype.numpy
 
+    def pointwise(self) -> bool:
+        """A 1x1, stride-1, unpadded, ungrouped conv: the input already is the GEMM operand."""
+        return (self.kh, self.kw, self.groups) == (1, 1, 1) and tuple(self.stride) == (1, 1) and not any(self.padding)
+
     def windows(self, xp, padded):
         return im2col(xp, padded, (self.kh, self.kw), self.stride, self.dilation, (self.oh, self.ow))
 
@@ -59,17 +63,21 @@ def conv2d_kernel(xp, spec):
         return writes_out(depthwise_forward(xp, geo, has_bias))
     pad = Padder(xp, spec.in_types[0].shape, geo.padding, geo.dtype)
     bias = ChannelPlanes(xp, spec.out_types[0].shape, geo.dtype, 1) if has_bias else None
-    cols = xp.empty((n, g, k, l), dtype=geo.dtype)  # one GEMM operand per (image, group)
-    cols_view = cols.reshape(n, geo.c, geo.kh, geo.kw, geo.oh, geo.ow)
+    pointwise = geo.pointwise()
+    cols = None if pointwise else xp.empty((n, g, k, l), dtype=geo.dtype)  # one GEMM operand per (image, group)
 
     def run(x, w, b=None, out=None):
-        xp.copyto(cols_view, geo.windows(xp, pad(x)))
+        if pointwise:
+            columns = x.reshape(n, g, k, l)
+        else:
+            columns = cols
+            xp.copyto(cols.reshape(n, geo.c, geo.kh, geo.kw, geo.oh, geo.ow), geo.windows(xp, pad(x)))
         if out is None:
             out = xp.empty((n, o, geo.oh, geo.ow), dtype=geo.dtype)
         # one (O/g x K) @ (K x L) GEMM per image and group; 2-D weights keep numpy on BLAS
         wg, og = w.reshape(g, o // g, k), out.reshape(n, g, o // g, l)
         for gi in range(g):
-            xp.matmul(wg[gi], cols[:, gi], out=og[:, gi])
+            xp.matmul(wg[gi], columns[:, gi], out=og[:, gi])
         if has_bias:
             out3 = bias.rows(out)
             out3 += bias.plane(0, b)
@@ -83,6 +91,15 @@ def conv2d_grad_input_kernel(xp, spec):
     geo = _ConvGeometry(spec, spec.out_types[0], spec.in_types[1], spec.in_types[0])
     if is_depthwise(geo):
         return writes_out(depthwise_grad_input(xp, geo))
+    if geo.pointwise():  # dx_n = W^T g_n: one GEMM per image straight into the output
+        w_t = xp.empty((geo.c, geo.o), dtype=geo.dtype)
+
+        def pointwise_run(grad, weight, out=None):
+            xp.copyto(w_t, weight.reshape(geo.o, geo.c).T)
+            out = xp.empty((geo.n, geo.c, geo.h, geo.w), dtype=geo.dtype) if out is None else out
+            xp.matmul(w_t, grad.reshape(geo.n, geo.o, geo.l), out=out.reshape(geo.n, geo.c, geo.l))
+            return out
+        return writes_out(pointwise_run)
     n, c, o, g, l, cg = geo.n, geo.c, geo.o, geo.groups, geo.l, geo.cg
     (sh, sw), (ph, pw), (dh, dw) = geo.stride, geo.padding, geo.dilation
     oh, ow, kh, kw = geo.oh, geo.ow, geo.kh, geo.kw
