@@ -2,8 +2,9 @@
 activations (``F.gelu``, ``F.silu``, ...), ``layer_norm``/``group_norm``, ``conv1d``,
 ``dropout2d``, ``embedding``, and ``erf``.
 
-Composites are written in existing ops, so autodiff derives their gradient; only ``erf`` and
-``embedding`` are primitives (registry ops with their own vjp). ``inplace=`` is accepted where
+Composites are written in existing ops, so autodiff derives their gradient; ``erf``,
+``embedding`` and ``hardtanh`` (relu6: one clip pass, not four) are primitives (registry ops
+with their own vjp). ``inplace=`` is accepted where
 PyTorch has it and ignored: graphc never mutates a tensor, so the result is the same value.
 
 >>> import graphc as gc
@@ -121,7 +122,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise GraphcError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}")
-    return where(input <= min_val, min_val, where(input >= max_val, max_val, input))
+    return apply("hardtanh", [input], {"min_val": float(min_val), "max_val": float(max_val)})
 
 
 @torchsymbol(**_F_ONLY)

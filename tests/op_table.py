@@ -356,6 +356,18 @@ def _leaky_ref(ins, attrs):
     return [np.where(x > 0, x, x * attrs.get("negative_slope", 0.01)).astype(ins[0].dtype)]
 
 
+def _hardtanh_ref(ins, attrs):
+    x = ins[0].astype(F64)
+    return [np.clip(x, attrs.get("min_val", -1.0), attrs.get("max_val", 1.0)).astype(ins[0].dtype)]
+
+
+def _off_bounds(x, *bounds):
+    """Values at least 0.05 away from each bound: the gradient has kinks there."""
+    for bound in bounds:
+        x = np.where(np.abs(x - bound) < 0.05, x + 0.1, x).astype(x.dtype)
+    return x
+
+
 def _cast_ref(ins, attrs):
     x, dt = ins[0], np.dtype(attrs["dtype"])
     if dt == np.int64 and x.dtype.kind == "f":
@@ -383,6 +395,14 @@ def _other_elementwise():
         S([fortran(nonzero(4, 3))], _leaky_ref, "noncontig", {"negative_slope": 0.3}),
         S([nonzero(1, 6)], _leaky_ref, "batch1"),
         S([nonzero()], _leaky_ref, "0d", {"negative_slope": 0.2}),
+    ]))
+    t.append(OpInfo("hardtanh", torch=lambda ts, a: TF().hardtanh(ts[0], a["min_val"], a["max_val"]), samples=[
+        S([_off_bounds(randn(3, 4, scale=2.0), -1, 1)], _hardtanh_ref, "default-bounds"),
+        S([_off_bounds(uniform(-2, 8, 2, 5), 0, 6)], _hardtanh_ref, "relu6", {"min_val": 0.0, "max_val": 6.0}),
+        S([_off_bounds(randn(2, 3, dtype=F64), -0.5, 0.5)], _hardtanh_ref, "f64", {"min_val": -0.5, "max_val": 0.5}),
+        S([fortran(_off_bounds(randn(4, 3, scale=2.0), -1, 1))], _hardtanh_ref, "noncontig"),
+        S([np.array([-1.0, 1.0, 0.0, 2.0], F32)], _hardtanh_ref, "at-bounds", grad=False),
+        S([np.array(0.3, F32)], _hardtanh_ref, "0d", {"min_val": 0.0, "max_val": 6.0}),
     ]))
     whole = np.array([[-2.75, -1.5, -0.25, 0.0], [0.25, 1.5, 2.75, 3.0]], F32)  # no .5 rounding ties
     t.append(OpInfo("cast", torch=lambda ts, a: ts[0].to(getattr(T(), a["dtype"])), samples=[

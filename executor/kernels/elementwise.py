@@ -137,6 +137,12 @@ def _leaky_relu(xp, spec):
     return writes_out(run)
 
 
+def _hardtanh(xp, spec):
+    dtype = spec.out_types[0].dtype.numpy.type
+    low, high = dtype(spec.attrs["min_val"]), dtype(spec.attrs["max_val"])
+    return writes_out(lambda x, out=None: xp.clip(x, low, high, out=out))
+
+
 def _compare(name):
     def factory(xp, spec):
         return _ufunc_kernel(getattr(xp, name), spec, promote(spec.in_types[0].dtype, spec.in_types[1].dtype))
@@ -193,7 +199,7 @@ KERNELS = {
     "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _ufunc("sign"), "exp": _ufunc("exp"),
     "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
     "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
-    "leaky_relu": _leaky_relu, "erf": _erf,
+    "leaky_relu": _leaky_relu, "hardtanh": _hardtanh, "erf": _erf,
     "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"), "div": _ufunc("true_divide"),
     "pow": _ufunc("power"), "maximum": _ufunc("maximum"), "minimum": _ufunc("minimum"),
     "eq": _compare("equal"), "ne": _compare("not_equal"), "lt": _compare("less"), "le": _compare("less_equal"),

@@ -103,6 +103,20 @@ def _vjp_leaky_relu(b, node, cts, needs):
     return [b.emit1("where", [b.emit1("gt", [x, _c(b, 0.0, x)]), g, scaled])]
 
 
+def _hardtanh(in_types, attrs):
+    if attrs["min_val"] > attrs["max_val"]:
+        raise ShapeError(f"hardtanh: min_val {attrs['min_val']} is greater than max_val {attrs['max_val']}")
+    return _float_same("hardtanh")(in_types, attrs)
+
+
+def _vjp_hardtanh(b, node, cts, needs):
+    """The gradient passes on the open interval only, as PyTorch's hardtanh backward."""
+    x, g = node.inputs[0], cts[0]
+    zero = _c(b, 0.0, g)
+    above = b.emit1("where", [b.emit1("gt", [x, _c(b, node.attrs["min_val"], x)]), g, zero])
+    return [b.emit1("where", [b.emit1("lt", [x, _c(b, node.attrs["max_val"], x)]), above, zero])]
+
+
 def _vjp_add(b, node, cts, needs):
     return [cts[0], cts[0]]
 
@@ -164,6 +178,10 @@ def _vjp_cast(b, node, cts, needs):
 for _name, (_rule, _grad) in _UNARY.items():
     register(OpDef(_name, _rule, vjp=_unary(_grad), doc=f"elementwise {_name}"))
 register(OpDef("leaky_relu", _float_same("leaky_relu"), attrs={"negative_slope": Attr("float", 0.01)}, vjp=_vjp_leaky_relu))
+# a primitive, not where(x <= lo, lo, where(x >= hi, hi, x)): one clip pass instead of four
+# (ReLU6 runs after every expand and depthwise conv of a MobileNet)
+register(OpDef("hardtanh", _hardtanh, attrs={"min_val": Attr("float", -1.0), "max_val": Attr("float", 1.0)},
+               vjp=_vjp_hardtanh, doc="x limited to [min_val, max_val] (relu6: [0, 6])"))
 
 for _name, _grad in (("add", _vjp_add), ("sub", _vjp_sub), ("mul", _vjp_mul), ("pow", _vjp_pow),
                      ("maximum", _vjp_minmax("gt")), ("minimum", _vjp_minmax("lt"))):
