@@ -246,8 +246,9 @@ class Plan:
                     spares.append(program)
 
     def save(self, path) -> None:
-        """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one msgpack file,
-        atomically; ``gc.load(path)`` runs it with no model code."""
+        """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one file, a msgpack
+        header followed by the tensors as one raw section, atomically; ``gc.load(path)`` runs it
+        with no model code."""
         from .serialize import save_plan
 
         save_plan(self, path, self.metadata)
