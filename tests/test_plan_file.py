@@ -165,6 +165,21 @@ def refuse(data: bytes, match: str | None = None) -> gc.PlanFormatError:
     return info.value
 
 
+def flip_outcomes(data: bytes, args, bits) -> dict:
+    """Flip each bit of ``bits`` in turn (one at a time) and load: how often each outcome
+    happened; any outcome other than a clean refusal or a load fails the test."""
+    outcomes, problems = {}, []
+    for bit in bits:
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        outcome = load_or_refuse(bytes(flipped), args)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        if outcome not in ("refused", "loaded"):
+            problems.append((bit, outcome))
+    assert not problems, problems[:5]
+    return outcomes
+
+
 def load_or_refuse(data: bytes, run_args, run_may_raise_graphc_error=False) -> str:
     """Either PlanFormatError or a plan that loads AND runs; returns which (or a problem).
     With ``run_may_raise_graphc_error`` a GraphcError from the first run (e.g. a ShapeError because
@@ -637,20 +652,9 @@ def test_extra_bytes_after_the_document_are_refused():
 
 
 def test_random_bit_flips_in_the_file():
-    data = golden_bytes()
-    args = golden_inputs()
     rnd = random.Random(20240601)
-    outcomes = {}
-    problems = []
-    for _ in range(400):
-        bit = rnd.randrange(len(data) * 8)
-        flipped = bytearray(data)
-        flipped[bit // 8] ^= 1 << (bit % 8)
-        outcome = load_or_refuse(bytes(flipped), args)
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-        if outcome not in ("refused", "loaded"):
-            problems.append((bit, outcome))
-    assert not problems, problems[:5]
+    data = golden_bytes()
+    outcomes = flip_outcomes(data, golden_inputs(), [rnd.randrange(len(data) * 8) for _ in range(400)])
     assert outcomes.get("refused", 0) > 300, outcomes  # nearly all flips hit the checksummed body
 
 
