@@ -71,8 +71,12 @@ def _same_size_weight(weight, input, name):
     return weight
 
 
-def _weighted_mean_reduce(loss, weight, reduction):
-    """mse_loss / l1_loss with ``weight``: PyTorch's 'mean' divides by the sum of the weights."""
+def _reduce_pointwise(loss, input, reduction, weight, name):
+    """Reduce mse_loss / l1_loss; with ``weight`` (the input's size) PyTorch's 'mean' divides
+    by the sum of the weights."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    weight = _same_size_weight(weight, input, name)
     loss = loss * weight
     return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
 
@@ -90,10 +94,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     _warn_if_broadcast(input, target, "mse_loss")
     diff = input - target
-    loss = diff * diff
-    if weight is not None:
-        return _weighted_mean_reduce(loss, _same_size_weight(weight, input, "mse_loss"), reduction)
-    return _reduce(loss, reduction)
+    return _reduce_pointwise(diff * diff, input, reduction, weight, "mse_loss")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -107,10 +108,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_if_broadcast(input, target, "l1_loss")
-    loss = (input - target).abs()
-    if weight is not None:
-        return _weighted_mean_reduce(loss, _same_size_weight(weight, input, "l1_loss"), reduction)
-    return _reduce(loss, reduction)
+    return _reduce_pointwise((input - target).abs(), input, reduction, weight, "l1_loss")
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
