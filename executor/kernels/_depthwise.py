@@ -10,6 +10,8 @@ noisy): forward 8.2 -> 4.1, input gradient 35 -> 5.1, weight gradient 14.7 -> 2.
 """
 from __future__ import annotations
 
+from ._windows import Padder, window_views
+
 
 def is_depthwise(geo) -> bool:
     return geo.groups > 1 and geo.groups == geo.c == geo.o
@@ -34,9 +36,7 @@ class _Flat:
 
 
 def _strided_windows(padded, geo):
-    (sh, sw), (dh, dw), (oh, ow) = geo.stride, geo.dilation, (geo.oh, geo.ow)
-    return [padded[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
-            for i in range(geo.kh) for j in range(geo.kw)]
+    return list(window_views(padded, (geo.kh, geo.kw), geo.stride, geo.dilation, (geo.oh, geo.ow)))
 
 
 class _Weights:
@@ -61,7 +61,6 @@ def depthwise_forward(xp, geo, has_bias):
     if flat is not None:
         acc_shape, plane_shape = (geo.n, geo.c, flat.wide), (flat.wide,)
     else:
-        from .conv import Padder
         pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
         acc_shape, plane_shape = (geo.n, geo.c, geo.oh, geo.ow), (geo.oh, geo.ow)
     weights = _Weights(xp, geo, plane_shape)
@@ -141,7 +140,6 @@ def depthwise_grad_weight(xp, geo):
             xp.copyto(flat.inner, x)
             return [xp.einsum("ncl,ncl->c", g_rows, flat.window(k)) for k in range(len(flat.offsets))]
     else:
-        from .conv import Padder
         pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
 
         def sums(g, x):

@@ -5,15 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import writes_out
-from .conv import Padder
-
-
-def window_views(x, kernel, stride, dilation, out_hw):
-    """Yield one strided view per kernel offset, each shaped like the output."""
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out_hw
-    for i in range(kh):
-        for j in range(kw):
-            yield x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+from ._windows import Padder, window_views
 
 
 def _empty(xp, spec, out, index=0):
