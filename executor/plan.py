@@ -221,6 +221,14 @@ class Plan:
         return Program(self.graph, batch, self.backend, self.rng, self._constants, self._state,
                        budget=self.memory_budget, allocate=allocate)
 
+    def detached_program(self, batch: int) -> Program:
+        """A program for ``batch`` over copies of the state and the RNG: tools such as
+        ``gc.debug.profile`` run the plan's own kernels and memory plan without changing it."""
+        rng = np.random.default_rng()
+        rng.bit_generator.state = self.rng.bit_generator.state
+        state = {name: array.copy() for name, array in self._state.items()}
+        return Program(self.graph, batch, self.backend, rng, self._constants, state, budget=self.memory_budget)
+
     def _checkout(self, batch: int) -> Program:
         """A program no other call is using: the cached one, a spare, or a new spare."""
         with self._lock:

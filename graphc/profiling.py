@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .executor.program import Program
 from .ir.errors import GraphcError
 
 
@@ -81,14 +80,10 @@ def profile(plan, *inputs, steps: int = 10) -> Profile:
     arrays, batch = plan._check_inputs(list(inputs))
     arrays += plan.hyper_arrays()
     backend, graph = plan.backend, plan.graph
-    rng = np.random.default_rng()
-    rng.bit_generator.state = plan.rng.bit_generator.state
-    state = {name: array.copy() for name, array in plan._state.items()}
-    program = Program(graph, batch, backend, rng, plan._constants, state, budget=plan.memory_budget)
+    program = plan.detached_program(batch)
     seconds = [0.0] * len(graph.nodes)
     with np.errstate(all="ignore"):
         program.run(arrays)  # warm-up: first-touch pages, BLAS buffers
-        seconds = [0.0] * len(graph.nodes)
         walls = []
         for _ in range(steps):
             start = time.perf_counter()

@@ -89,16 +89,17 @@ def depthwise_forward(xp, geo, has_bias):
 
 
 def _wide_cotangent(xp, geo, flat):
-    """The cotangent at the padded row width, zero in the extra columns (written once)."""
+    """The cotangent at the padded row width, zero in the extra columns (written once): where
+    each step's cotangent goes, and the same memory as (N, C, wide) rows."""
     wide = xp.zeros((geo.n, geo.c, geo.oh, flat.wp), dtype=geo.dtype)
-    return wide, wide[:, :, :, :geo.ow], wide.reshape(geo.n, geo.c, flat.wide)
+    return wide[:, :, :, :geo.ow], wide.reshape(geo.n, geo.c, flat.wide)
 
 
 def depthwise_grad_input(xp, geo):
     """Each offset adds cotangent x weight into its window of a padded accumulator."""
     if _stride_one(geo):
         flat = _Flat(xp, geo)
-        _, g_inner, g_rows = _wide_cotangent(xp, geo, flat)
+        g_inner, g_rows = _wide_cotangent(xp, geo, flat)
         weights = _Weights(xp, geo, (flat.wide,))
         part = xp.empty(g_rows.shape, dtype=geo.dtype)
 
@@ -133,7 +134,7 @@ def depthwise_grad_weight(xp, geo):
     """dw[c, i, j] = sum over images and pixels of cotangent x window (i, j): one einsum each."""
     if _stride_one(geo):
         flat = _Flat(xp, geo)
-        _, g_inner, g_rows = _wide_cotangent(xp, geo, flat)
+        g_inner, g_rows = _wide_cotangent(xp, geo, flat)
 
         def sums(g, x):
             xp.copyto(g_inner, g)
