@@ -24,6 +24,7 @@ from graphc.compile import trace_model
 from graphc.executor import Plan
 from graphc.passes.autodiff import autodiff
 from conftest import HAVE_TORCH
+from torch_refs import torch_steps
 
 if HAVE_TORCH:
     import torch
@@ -439,11 +440,7 @@ def _torch_training(name, kwargs, head, state, batches, lr):
     tm.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
     criterion, opt = getattr(torch.nn, name)(**_torch_kwargs(kwargs)), torch.optim.SGD(tm.parameters(), lr=lr)
     out = {}
-    for i, (x, y) in enumerate(batches):
-        opt.zero_grad()
-        loss = criterion(tm(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        opt.step()
+    for i, loss in torch_steps(opt, lambda x, y: criterion(tm(x), y), batches):
         out[f"loss{i}"] = loss
         out.update({f"{k}{i}": v.detach().clone() for k, v in tm.state_dict().items()})
     return out
@@ -501,11 +498,7 @@ def _torch_pad_model(state, batches, lr):
     tm.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
     out = {f"eval{i}": tm(torch.from_numpy(x)) for i, (x, _) in enumerate(batches)}
     opt = torch.optim.SGD(tm.parameters(), lr=lr)
-    for i, (x, y) in enumerate(batches):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(tm(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        opt.step()
+    for i, loss in torch_steps(opt, lambda x, y: torch.nn.functional.mse_loss(tm(x), y), batches):
         out[f"loss{i}"] = loss
         out.update({f"{k}{i}": v.detach().clone() for k, v in tm.state_dict().items()})
     return out

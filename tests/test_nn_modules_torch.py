@@ -22,6 +22,7 @@ import graphc.nn.functional as F
 from graphc import nn, optim
 from graphc.executor.kernels.elementwise import erf_float64
 from conftest import HAVE_TORCH
+from torch_refs import torch_steps
 from test_modules_torch import (SEED, TOL, assert_close, build_gc, case_id, check_against_torch, max_abs_diff,
                                 prefixed, snapshot, torch_module, torch_state, unprefixed)
 
@@ -256,11 +257,7 @@ def torch_probe_steps(case, batches, dtype):
     model = probe("torch", case, batches[0][0].shape[1:], dtype)
     opt, loss_fn = torch.optim.SGD(model.parameters(), lr=1.0), torch.nn.MSELoss()
     out = {}
-    for i, (x, y) in enumerate(batches):
-        opt.zero_grad()
-        loss = loss_fn(model(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        opt.step()
+    for i, loss in torch_steps(opt, lambda x, y: loss_fn(model(x), y), batches):
         out[f"loss{i}"], out[f"shift{i}"] = loss.detach(), model.shift.detach().clone()
     return out
 
@@ -396,13 +393,7 @@ def torch_train(name, state, batches):
     tm = _train_model(torch.nn, name)
     tm.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
     opt, loss_fn = torch.optim.SGD(tm.parameters(), lr=0.1, momentum=0.9), torch.nn.MSELoss()
-    losses = []
-    for x, y in batches:
-        opt.zero_grad()
-        loss = loss_fn(tm(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = [loss.item() for _, loss in torch_steps(opt, lambda x, y: loss_fn(tm(x), y), batches)]
     return {"losses": np.array(losses), **prefixed("state", torch_state(tm))}
 
 

@@ -22,6 +22,7 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from conftest import HAVE_TORCH
+from torch_refs import torch_steps
 
 if HAVE_TORCH:
     import torch
@@ -88,13 +89,7 @@ def torch_run(builder, state, opt_spec, batches) -> dict:
     tm = builder(torch.nn)
     tm.load_state_dict({k: torch.from_numpy(np.array(v, copy=True)) for k, v in state.items()})
     topt, loss_fn = make(torch.optim, opt_spec, tm.parameters()), torch.nn.CrossEntropyLoss()
-    losses = []
-    for x, y in batches:
-        topt.zero_grad()
-        loss = loss_fn(tm(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        topt.step()
-        losses.append(loss.item())
+    losses = [loss.item() for _, loss in torch_steps(topt, lambda x, y: loss_fn(tm(x), y), batches)]
     sd = topt.state_dict()
     ref = {"losses": np.array(losses), **{f"state.{k}": v.detach().numpy().copy() for k, v in tm.state_dict().items()}}
     ref.update({f"opt.{i}.{slot}": np.asarray(v) for i, slots in sd["state"].items() for slot, v in slots.items()})

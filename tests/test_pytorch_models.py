@@ -51,6 +51,7 @@ import pytest
 
 import graphc as gc
 from conftest import HAVE_TORCH
+from torch_refs import torch_steps
 
 if HAVE_TORCH:
     import torch
@@ -403,16 +404,10 @@ def torch_train(case, state, batches, freeze=()) -> dict:
     opt = make_optimizer(case, tm, torch)
     names = {id(p): n for n, p in tm.named_parameters()}
     groups = [",".join(names[id(p)] for p in g["params"]) for g in opt.param_groups]
-    losses = []
-    for x, y in batches:
-        opt.zero_grad()
-        if case == "gpt":
-            _, loss = tm(torch.from_numpy(x), torch.from_numpy(y))
-        else:
-            loss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    def loss_of(x, y):
+        return tm(x, y)[1] if case == "gpt" else torch.nn.functional.cross_entropy(tm(x), y)
+
+    losses = [loss.item() for _, loss in torch_steps(opt, loss_of, batches)]
     return {"losses": np.array(losses), "groups": np.array(groups),
             **recorded_state(torch_state(tm))}
 

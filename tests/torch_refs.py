@@ -199,3 +199,17 @@ class RefStore:
             del self._entries[module]
             written.append(self.path(module))
         return written
+
+
+def torch_steps(optimizer, loss_of, batches):
+    """PyTorch's eager training loop, the reference for graphc's compiled steps: for each numpy
+    ``(x, y)`` batch, zero_grad, ``loss_of(x, y)`` on torch tensors, backward, step; yields
+    ``(index, loss)`` after each step for the caller to record what it compares."""
+    import torch
+
+    for index, (x, y) in enumerate(batches):
+        optimizer.zero_grad()
+        loss = loss_of(torch.from_numpy(x), torch.from_numpy(y))
+        loss.backward()
+        optimizer.step()
+        yield index, loss
