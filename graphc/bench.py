@@ -163,7 +163,7 @@ def infer_pair(kind: str, batch: int):
     model = build(kind).eval()
     x, _ = data(kind, batch)
     plan = compile_plan(model, example_inputs=(x,))
-    theirs = None
+    theirs = twin = None
     if torch:
         twin = torch_twin(model, kind).eval()
         tx = torch.from_numpy(x)
@@ -171,7 +171,7 @@ def infer_pair(kind: str, batch: int):
         def theirs():
             with torch.no_grad():
                 twin(tx)
-    return (lambda: plan(x)), theirs, ort_pair(plan, x)
+    return (lambda: plan(x)), theirs, ort_pair(twin, x)
 
 
 def chain_overhead(steps: int) -> None:
@@ -282,8 +282,9 @@ def main(argv=None) -> int:
                     ours, theirs, ort = infer_pair(kind, batch)
                     ab(f"W3 infer {kind} b{batch}", ours, theirs, args.steps, args.rounds)
                     if ort is not None:
-                        ab(f"W3 infer {kind} b{batch} vs onnxruntime", ours, ort, args.steps, args.rounds)
-            print(ort_status())
+                        ab(f"W3 infer {kind} b{batch}", ours, ort, args.steps, args.rounds, peer="onnxruntime")
+            if ort_status():
+                print(ort_status())
         elif part == "overhead":
             chain_overhead(args.steps)
         elif part == "compile":

@@ -25,9 +25,10 @@ def timed(fn, steps: int) -> float:
     return statistics.median(times)
 
 
-def ab(name: str, ours, theirs, steps: int, rounds: int) -> None:
-    """One row: graphc (``ours``) and PyTorch (``theirs``, or None) in interleaved rounds of
-    ``steps`` calls; the median round of each and their ratio graphc / PyTorch."""
+def ab(name: str, ours, theirs, steps: int, rounds: int, peer: str = "torch") -> None:
+    """One row: graphc (``ours``) and its peer (``theirs``, or None; PyTorch unless ``peer``
+    says otherwise) in interleaved rounds of ``steps`` calls; the median round of each and
+    their ratio graphc / peer."""
     for f in (ours, theirs):
         if f is not None:
             f()  # warm-up: programs, buffers, caches
@@ -39,7 +40,8 @@ def ab(name: str, ours, theirs, steps: int, rounds: int) -> None:
     ga = statistics.median(a) * 1e3
     if b:
         tb = statistics.median(b) * 1e3
-        print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms   torch {tb:8.3f} ms   ratio {ga / tb:5.2f}", flush=True)
+        print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms   {peer:>11} {tb:8.3f} ms   ratio {ga / tb:5.2f}",
+              flush=True)
     else:
         print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms", flush=True)
 
@@ -117,16 +119,33 @@ def print_profile(step, x, y, steps: int = 10, limit: int = 12) -> None:
 
 
 # ---- onnxruntime -------------------------------------------------------------------------------------
-ORT_PENDING = "onnxruntime inference rows: skipped, they need graphc's ONNX export (issue 18)"
+def ort_pair(torch_model, x):
+    """The onnxruntime side of an inference row: a function running ``torch_model`` (the
+    PyTorch twin holding the plan's weights) exported by ``torch.onnx.export`` on ``x``, or None
+    when torch, onnx or onnxruntime is missing. onnxruntime folds BN and fuses Conv+Relu itself
+    (graph optimization level "all"), so this is the deployed-inference peer of the table."""
+    if torch_model is None or any(importlib.util.find_spec(m) is None for m in ("onnx", "onnxruntime")):
+        return None
+    import io
+    import warnings
 
+    import onnxruntime
+    import torch
 
-def ort_pair(plan, x):
-    """The onnxruntime side of an inference row: a function running ``plan``'s exported ONNX
-    model on ``x``, or None when it cannot be built. graphc has no ONNX export yet (issue 18),
-    so for now this is always None; ``ort_status()`` says why."""
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice
+        warnings.simplefilter("ignore")
+        torch.onnx.export(torch_model, (torch.from_numpy(x),), buffer, dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {0: "batch"}})
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count() or 1  # as many threads as numpy's BLAS
+    session = onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    return lambda: session.run(None, {"x": x})
 
 
 def ort_status() -> str:
-    if importlib.util.find_spec("onnxruntime") is None:
-        return f"{ORT_PENDING}; onnxruntime is not installed either"
-    return ORT_PENDING
+    """Why the onnxruntime rows are missing, or '' when they ran."""
+    missing = [m for m in ("torch", "onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+    if not missing:
+        return ""
+    return f"onnxruntime rows skipped: {', '.join(missing)} not installed (pip install {' '.join(missing)})"
