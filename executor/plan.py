@@ -79,14 +79,15 @@ class Plan:
     # ---- running ----------------------------------------------------------------
     def __call__(self, *inputs, return_outputs: bool = False, **named):
         """Inference: the output(s). Training: one step, returning the loss as a 0-d array,
-        or ``(loss, outputs)`` with ``return_outputs=True``. Inputs may also be passed by
+        or ``(loss, outputs)`` with ``return_outputs=True``; a compiled step function returns
+        what the function returned. Inputs may also be passed by
         name (``plan(x=...)``)."""
         if named:
             inputs = self._inputs_by_name(inputs, named)
         outputs = self.run(list(inputs))
         for position in self._none_outputs:
             outputs.insert(position, None)
-        if self.kind == "training":
+        if self.kind == "training" and self.graph.meta.get("returns") != "all":  # all: a traced step function
             loss, model_outputs = outputs[0], outputs[1:]
             if not return_outputs:
                 return loss

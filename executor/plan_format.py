@@ -161,6 +161,8 @@ def check_meta(meta: dict) -> dict:
     if not (isinstance(nones, list) and len(nones) <= MAX_IO and all(type(i) is int and i >= 0 for i in nones)
             and nones == sorted(set(nones))):
         fail("graph.meta.none_outputs should be an increasing list of output positions")
+    if meta.get("returns", "all") != "all":
+        fail("graph.meta.returns should be 'all' (a compiled step function) or absent")
     return meta
 
 

@@ -20,8 +20,10 @@ float, double, long, half = float32, float64, int64, float16  # noqa: A001
 from .random import manual_seed  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .device import device  # noqa: E402
-from .creation import (arange, as_tensor, cat, concat, empty, enable_grad, from_numpy, full,  # noqa: E402
-                       inference_mode, no_grad, ones, ones_like, rand, randn, stack, tensor, zeros, zeros_like)
+from .creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
+                       ones, ones_like, rand, randn, stack, tensor, zeros, zeros_like)
+from . import autograd  # noqa: E402
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import functions as _functions, surface as _surface  # noqa: E402
 from . import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
 from . import inplace as _inplace, reductions as _reductions, shaping as _shaping  # noqa: E402,F401
@@ -41,6 +43,6 @@ __all__ = sorted({
     "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError",
     "Tensor", "TraceError", "VerifyError", "arange", "as_tensor", "bool_", "cat", "compile", "concat", "data", "debug",
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
-    "inference_mode", "int64", "load", "manual_seed", "nn", "no_grad", "ones", "ones_like",
+    "inference_mode", "int64", "is_grad_enabled", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "rand", "randn", "save", "stack", "tensor", "trace", "uint8", "viz", "zeros", "zeros_like",
     *_surface.TOP_LEVEL})

@@ -138,6 +138,12 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     """
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    from .nn.module import Module
+
+    if loss_fn is None and optimizer is None and not isinstance(model, Module):
+        from .training import compile_function  # a user's step (or any) function
+
+        return compile_function(model, example_inputs, passes, device, verify, memory_budget, check_finite)
     if hasattr(model, "to"):
         model.to(device)  # the plan shares the model's storage, so it lives on the plan's device
     if loss_fn is not None or optimizer is not None:

@@ -5,7 +5,6 @@ Every factory takes PyTorch's ``device=`` (``"cpu"``, ``"cuda:N"`` or a ``gc.dev
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -22,16 +21,18 @@ def _dtype(dtype, default=_DEFAULT_FLOAT):
     return DType.from_any(dtype).numpy if dtype is not None else np.dtype(default)
 
 
-def _place(array: np.ndarray, device) -> Tensor:
-    """A Tensor holding ``array`` on ``device`` (None: the CPU, without copying)."""
-    if device is None:
-        return Tensor(array)
-    from .executor.backends import get_backend
+def _place(array: np.ndarray, device, requires_grad: bool = False) -> Tensor:
+    """A Tensor holding ``array`` on ``device`` (None: the CPU, without copying); a leaf that
+    records its gradient with ``requires_grad=True``."""
+    if device is not None:
+        from .executor.backends import get_backend
 
-    return Tensor(get_backend(str(device)).asarray(array))
+        array = get_backend(str(device)).asarray(array)
+    out = Tensor(array)
+    return out.requires_grad_() if requires_grad else out
 
 
-def tensor(data, dtype=None, device=None) -> Tensor:
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """An eager tensor from array-like data (Python floats become float32, ints int64; numpy
     arrays keep their dtype, uint8 images included).
 
@@ -48,7 +49,7 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     elif array.dtype == np.float64 and not isinstance(data, np.ndarray):
         array = array.astype(_DEFAULT_FLOAT)
     DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
-    return _place(np.ascontiguousarray(array) if array.ndim else array, device)
+    return _place(np.ascontiguousarray(array) if array.ndim else array, device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -78,20 +79,20 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
-def zeros(*shape, dtype=None, device=None) -> Tensor:
-    return _place(np.zeros(shape_args(shape), dtype=_dtype(dtype)), device)
+def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _place(np.zeros(shape_args(shape), dtype=_dtype(dtype)), device, requires_grad)
 
 
-def ones(*shape, dtype=None, device=None) -> Tensor:
-    return _place(np.ones(shape_args(shape), dtype=_dtype(dtype)), device)
+def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _place(np.ones(shape_args(shape), dtype=_dtype(dtype)), device, requires_grad)
 
 
-def empty(*shape, dtype=None, device=None) -> Tensor:
+def empty(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Like ``zeros`` (graphc never hands out uninitialised memory)."""
-    return zeros(*shape, dtype=dtype, device=device)
+    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def full(shape, value, dtype=None, device=None) -> Tensor:
+def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``shape`` filled with ``value``; the dtype follows the value as in PyTorch (bool, int64, float32).
 
     >>> import graphc as gc
@@ -100,17 +101,17 @@ def full(shape, value, dtype=None, device=None) -> Tensor:
     """
     if dtype is None:
         dtype = DType.bool if isinstance(value, bool) else DType.int64 if isinstance(value, int) else None
-    return _place(np.full(tuple(shape_args(shape)), value, dtype=_dtype(dtype)), device)
+    return _place(np.full(tuple(shape_args(shape)), value, dtype=_dtype(dtype)), device, requires_grad)
 
 
-def rand(*shape, dtype=None, device=None) -> Tensor:
+def rand(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) samples from graphc's seeded generator."""
-    return _place(generator().random(shape_args(shape)).astype(_dtype(dtype)), device)
+    return _place(generator().random(shape_args(shape)).astype(_dtype(dtype)), device, requires_grad)
 
 
-def randn(*shape, dtype=None, device=None) -> Tensor:
+def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples from graphc's seeded generator."""
-    return _place(generator().standard_normal(shape_args(shape)).astype(_dtype(dtype)), device)
+    return _place(generator().standard_normal(shape_args(shape)).astype(_dtype(dtype)), device, requires_grad)
 
 
 def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:
@@ -144,48 +145,3 @@ def cat(tensors, dim: int = 0) -> Tensor:
 
 
 concat = cat
-
-
-class no_grad:
-    """Accepted for PyTorch compatibility, as ``with gc.no_grad():`` or as a decorator
-    (``@gc.no_grad()`` or ``@gc.no_grad``): graphc's eager tensors record no gradients, and
-    compiled plans compute the ones they need themselves.
-
-    >>> import graphc as gc
-    >>> @gc.no_grad()
-    ... def predict(x):
-    ...     return x * 2
-    >>> predict(gc.ones(2)).numpy().tolist()
-    [2.0, 2.0]
-    """
-
-    def __new__(cls, func=None):
-        instance = super().__new__(cls)
-        return instance if func is None else instance(func)  # bare @no_grad, as PyTorch allows
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, func):
-        if not callable(func):
-            raise GraphcError(f"{type(self).__name__}() decorates functions, got {type(func).__name__}")
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-        return wrapper
-
-
-class enable_grad(no_grad):
-    """Accepted for PyTorch compatibility (a context manager and decorator that changes nothing)."""
-
-
-class inference_mode(no_grad):
-    """``torch.inference_mode(mode=True)``: accepted for compatibility, like ``no_grad``."""
-
-    def __new__(cls, mode=True):
-        return super().__new__(cls, mode if callable(mode) else None)

@@ -10,7 +10,7 @@ from .executor.run_node import run_node
 from .ir.errors import DeviceError, GraphcError
 from .ir.registry import get_op, infer_types
 from .ir.types import DType, TensorType
-from . import random as _random
+from . import autograd, random as _random
 
 
 def apply(op: str, args: list, attrs: dict | None = None):
@@ -74,4 +74,6 @@ def _run_eager(op, args, attrs):
         if r.dtype != t.dtype.numpy or r.shape != t.shape:
             raise GraphcError(f"kernel {op!r} returned {r.dtype}{list(r.shape)}, expected {t}")
         outs.append(Tensor(r))
+    if autograd.needs_recording(tensors):  # for loss.backward(): the same vjp rules as compiled plans
+        autograd.record(op, attrs, [a if isinstance(a, Tensor) else Tensor(x) for a, x in zip(args, arrays)], outs)
     return outs[0] if len(outs) == 1 else tuple(outs)

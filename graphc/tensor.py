@@ -85,7 +85,10 @@ class Tensor:
 
     __array_ufunc__ = None  # make numpy defer: np_array + tensor calls Tensor.__radd__
     __hash__ = object.__hash__
-    requires_grad = False  # nn.Parameter sets its own
+    requires_grad = False  # nn.Parameter sets its own; results of recorded eager ops too
+    grad = None  # the gradient backward() accumulated into this leaf (an eager Tensor)
+    _grad_fn = None  # (autograd.TapeEntry, output index) for a recorded eager result
+    _version = 0  # bumped by in-place writes: backward refuses values changed after recording
 
     def __init__(self, data=None, *, _value=None, _tracer=None):
         self.array = data  # the numpy (or cupy) array of an eager tensor; None while traced
@@ -239,14 +242,69 @@ class Tensor:
         """Cast to ``other``'s dtype."""
         return self.cast(other.dtype)
 
-    def detach(self) -> "Tensor":
+    # ---- autograd -----------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Add the gradient of this tensor into ``.grad`` of every leaf that requires grad
+        (parameters). Eagerly it runs the recorded ops' vjp rules at once; inside a function
+        being compiled it makes the gradients graph values of the plan.
+
+        >>> import graphc as gc
+        >>> from graphc import nn
+        >>> layer = nn.Linear(3, 1)
+        >>> layer(gc.ones(2, 3)).sum().backward()
+        >>> layer.bias.grad.numpy().tolist()
+        [2.0]
+        """
+        if self._tracer is not None:
+            from .step_trace import traced_backward
+
+            return traced_backward(self, gradient, retain_graph, create_graph, inputs)
+        from .autograd import backward
+
+        return backward(self, gradient, retain_graph, create_graph, inputs)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not computed by a recorded op (parameters, inputs)."""
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        """The recorded op that computed this tensor (its ``.op`` names it), or None for a leaf."""
+        return None if self._grad_fn is None else self._grad_fn[0]
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Make this leaf record its gradient (``.grad``) from now on; returns it.
+
+        >>> import graphc as gc
+        >>> gc.zeros(2).requires_grad_().requires_grad
+        True
+        """
+        if self._grad_fn is not None and not requires_grad:
+            raise GraphcError("requires_grad_(False) on a computed tensor: use .detach() to cut it from the graph")
+        if requires_grad and not self.dtype.is_float:
+            raise GraphcError(f"only floating-point tensors can require gradients, got {self.dtype.name}")
+        self.requires_grad = bool(requires_grad)
         return self
+
+    def detach(self) -> "Tensor":
+        """The same values, cut from gradient recording (shares the array eagerly)."""
+        if self._tracer is not None:
+            return apply("stop_gradient", [self])
+        return Tensor(self.array)
 
     def contiguous(self) -> "Tensor":
         return self
 
     def clone(self) -> "Tensor":
-        return self if self._tracer is not None else Tensor(self.array.copy())
+        """A copy; gradients flow through it as in PyTorch."""
+        from .autograd import is_grad_enabled
+
+        if self._tracer is not None:
+            return self
+        if self.requires_grad and is_grad_enabled():
+            return apply("mul", [self, 1])  # a recorded copy (x * 1 is x exactly, -0.0 and NaN too)
+        return Tensor(self.array.copy())
 
     def cpu(self) -> "Tensor":
         return self.to("cpu")

@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 
+from .autograd import is_grad_enabled
 from .ir.builder import Builder
 from .ir.errors import GraphcError, TraceError
 from .ir.graph import Graph, Value, describe_location
@@ -61,6 +62,10 @@ class Tracer:
         self.values: dict[int, Value] = {}  # id(eager Tensor) -> state or constant Value
         self.keep_alive: list = []  # lifted tensors stay referenced so their ids stay unique
         self.state_arrays: dict[str, np.ndarray] = {}
+        self.state_tensors: dict = {}  # state name -> the eager Parameter or buffer it stands for
+        self.no_grad_values: set = set()  # ids of values recorded inside gc.no_grad()
+        self._stopped: dict = {}  # id(value) -> its stop_gradient, made when grad mode reads it
+        self.optimizer = None  # the optimizer a traced optimizer.step() ran
         self.scope: list = []
         self.batch_size = None
         self.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
@@ -77,6 +82,7 @@ class Tracer:
             self.builder.reserve(name)
             self.values[id(tensor)] = value
             self.state_arrays[name] = tensor.array
+            self.state_tensors[name] = tensor
 
     # ---- inputs and outputs -------------------------------------------------------
     def add_input(self, name: str, array: np.ndarray, batch: bool):
@@ -135,12 +141,22 @@ class Tracer:
         dtypes = [a.dtype for a in args if isinstance(a, Tensor)]
         inputs = [self.lift(a, dtypes) for a in args]
         meta = self.current_meta()
+        grad_mode = is_grad_enabled()
+        if grad_mode and self.no_grad_values:  # a no_grad() value read with gradients on passes none back
+            inputs = [self._stop_gradient(v, meta) if id(v) in self.no_grad_values else v for v in inputs]
         try:
             outputs = self.builder.emit(op, inputs, attrs, meta)
         except GraphcError as e:
             raise e.located(describe_location(meta)) from None
+        if not grad_mode:
+            self.no_grad_values.update(id(v) for v in outputs)
         tensors = tuple(Tensor(_value=v, _tracer=self) for v in outputs)
         return tensors[0] if len(tensors) == 1 else tensors
+
+    def _stop_gradient(self, value: Value, meta: dict) -> Value:
+        if id(value) not in self._stopped:
+            self._stopped[id(value)] = self.builder.emit1("stop_gradient", [value], meta=meta)
+        return self._stopped[id(value)]
 
     def symbolic(self, tensor):
         """The symbolic stand-in for an eager state tensor read inside a traced module."""

@@ -65,3 +65,42 @@ def compile_training(model, example_inputs, loss_fn, optimizer, passes="default"
     names = {id(t): name for name, t in model.state_dict_tensors().items()}
     optimizer.attach_plan(plan, [names[id(p)] for group in optimizer.param_groups for p in group["params"]])
     return plan
+
+
+def compile_function(fn, example_inputs, passes="default", device="cpu", verify=False, memory_budget=None,
+                     check_finite=True) -> Plan:
+    """``gc.compile(train_step, example_inputs)`` for a plain function: trace it once with the
+    state of the models it uses (graphc/step_trace.py). With ``backward()`` and
+    ``optimizer.step()`` inside it is a training plan returning what the function returns;
+    without, a forward plan that still reads the models' current parameters."""
+    from .compile import trace_model
+    from .step_trace import discover_models, step_root
+
+    models = discover_models(fn)
+    for model in models.values():
+        model.to(device)  # the plan shares the models' storage
+    root = step_root(models)
+    params = list(root.parameters()) if root is not None else []
+    saved = [(p, p.grad) for p in params]
+    for p in params:
+        p.grad = None  # a compiled step starts from no gradients, as after zero_grad()
+    try:
+        graph, tracer = trace_model(fn, example_inputs, name=getattr(fn, "__name__", type(fn).__name__), root=root)
+    finally:
+        for p, grad in saved:
+            p.grad = grad  # tracing leaves the eager gradients as they were
+    stepped = graph.meta.get(TRAINING, {}).get("placeholders")
+    if not stepped:
+        graph.meta.pop(TRAINING, None)
+    skip = () if check_finite else ("guard_finite",)
+    graph = run_pipeline(graph, "step" if stepped else "inference", passes, run_graph_node, verify, skip)
+    optimizer = tracer.optimizer
+    if optimizer is not None:
+        graph.meta["returns"] = "all"
+    plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(),
+                kind="training" if optimizer is not None else "inference",
+                param_groups=optimizer.param_groups if optimizer is not None else None, memory_budget=memory_budget)
+    if optimizer is not None:
+        names = {id(t): name for name, t in tracer.state_tensors.items()}
+        optimizer.attach_plan(plan, [names[id(p)] for group in optimizer.param_groups for p in group["params"]])
+    return plan

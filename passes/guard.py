@@ -23,12 +23,18 @@ def guard_finite(graph: Graph, loss: Value, grads: dict) -> Graph:
     >>> guard_finite(graph, graph.outputs[0], grads).nodes[-1].attrs["names"]
     ('the loss', 'the gradient of weight', 'the gradient of bias')
     """
+    checked = [("the loss", loss)] + [(f"the gradient of {name}", g) for name, g in grads.items() if g is not None]
+    return guard_values(graph, checked)
+
+
+def guard_values(graph: Graph, checked: list) -> Graph:
+    """Append one ``assert_finite`` over ``checked`` (``(what it is, Value)`` pairs, the loss
+    first), pointing at the loss's source line."""
     out = graph.copy()
-    producer = graph.producers().get(id(loss))
+    producer = graph.producers().get(id(checked[0][1]))
     meta = {"pass": "guard_finite", "phase": "check"}
     if producer is not None and producer.meta.get("source"):  # point at the user's loss line
         meta["source"] = producer.meta["source"]
-    checked = [("the loss", loss)] + [(f"the gradient of {name}", g) for name, g in grads.items() if g is not None]
     Builder(out, meta=meta).emit(
         "assert_finite", [v for _, v in checked], {"names": [name for name, _ in checked]})
     return out

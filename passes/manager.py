@@ -8,6 +8,8 @@ names keeps the named ones). Every pass records its name and node counts in
 - inference: dce -> cse -> fold_constants -> fuse_conv_bn -> fuse_conv_relu -> fuse_linear_relu
 - training: fusions on the forward graph (their fused ops carry fused backwards), then
   autodiff, the non-finite guard and the optimizer update, then cse -> dce
+- step (a traced training step function): the training pipeline without its optimizer step,
+  since ``optimizer.step()`` recorded the update while tracing
 - export: freeze (parameters become constants) -> fold_bn -> fold_constants -> cse -> dce ->
   fusions
 """
@@ -35,6 +37,9 @@ PIPELINES = {
     "inference": [Step("dce"), Step("cse"), Step("fold_constants"), *_FUSIONS],
     "training": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"),
                  Step("autodiff", True), Step("guard_finite", True), Step("optimizer", True), Step("cse"), Step("dce")],
+    # a traced step function: its optimizer update is already in the graph (optimizer.step())
+    "step": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("autodiff", True),
+             Step("guard_finite", True), Step("cse"), Step("dce")],
     "export": [Step("freeze", True), Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
 }
 OPTIONAL = {s.name for steps in PIPELINES.values() for s in steps if not s.required}

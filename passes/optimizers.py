@@ -31,6 +31,13 @@ def lr_input_name(index: int, count: int) -> str:
 def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
     """Add update nodes for every parameter with a gradient; record them in ``graph.updates``."""
     out = graph.copy()
+    add_optimizer_updates(out, grads, groups)
+    return out
+
+
+def add_optimizer_updates(out: Graph, grads: dict, groups: list) -> None:
+    """What :func:`append_optimizer` adds, added to ``out`` itself: a traced ``optimizer.step()``
+    appends to the graph being traced; the pass works on a copy."""
     source = next((g["source"] for g in groups if g.get("source")), None)  # where the optimizer was built
     b = Builder(out, meta={"pass": "optimizer", "phase": "update", **({"source": source} if source else {})})
     step = out.add_state(Value(STEP, TensorType((), DType.int64)), "optim")
@@ -56,7 +63,6 @@ def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
     out.meta["hyper_inputs"] = hyper_inputs
     out.meta["optimizer"] = [{"kind": g["kind"], "params": list(g["params"]), "hyper": dict(g["hyper"])}
                              for g in groups]
-    return out
 
 
 def _const(b, value, dtype: DType) -> Value:

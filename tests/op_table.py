@@ -643,6 +643,14 @@ def _shape_table():
         S([ints(0, 5, 3)], bc, "int64", {"shape": (2, 3)}, grad=False, dynamic=False),
         S([randn(1, 4)], bc, "batch1", {"shape": (3, 4)}, dynamic=False),
     ]))
+    # Its gradient is zero by definition (finite differences would say one): test_autograd.py checks it.
+    same = lambda ins, attrs: [ins[0].copy()]  # noqa: E731
+    t.append(OpInfo("stop_gradient", torch=lambda ts, a: ts[0].detach(), samples=[
+        S([randn(2, 3)], same, "f32", {}, grad=False),
+        S([strided(randn(3, 4))], same, "noncontig", {}, grad=False),
+        S([ints(0, 5, 3)], same, "int64", {}, grad=False),
+        S([randn(2, 2, dtype=F64)], same, "f64", {}, grad=False),
+    ]))
     return t
 
 

@@ -104,6 +104,10 @@ def _embedding_grad(xp, spec):
     return writes_out(run)
 
 
-KERNELS = {"reshape": _reshape, "flatten": _reshape, "permute": _permute, "broadcast_to": _broadcast_to,
+def _stop_gradient(xp, spec):
+    return view_of(0, lambda x: x[...])  # a view: detaching copies nothing
+
+
+KERNELS = {"reshape": _reshape, "stop_gradient": _stop_gradient, "flatten": _reshape, "permute": _permute, "broadcast_to": _broadcast_to,
            "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full,
            "embedding": _embedding, "embedding_grad": _embedding_grad}

@@ -1,5 +1,5 @@
 """``graphc.nn``: modules with PyTorch's API, plus ``graphc.nn.functional``."""
-from . import functional, init
+from . import functional, init, utils
 from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
                          Softplus, Tanh)
 from .containers import Identity, ModuleDict, ModuleList, Sequential
@@ -15,7 +15,7 @@ __all__ = [
     "CrossEntropyLoss", "Dropout", "Dropout2d", "ELU", "Embedding", "Flatten", "GELU", "GroupNorm", "Hardswish",
     "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
-    "Tanh", "Unflatten", "functional", "init",
+    "Tanh", "Unflatten", "functional", "init", "utils",
     # losses
     "BCELoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss", "SmoothL1Loss",
 ]

@@ -1,5 +1,7 @@
-"""Optimizers: configuration holders whose update rules are appended to the compiled graph
-(``graphc.passes.optimizers``). There is no eager ``step()``: the plan runs the update."""
+"""Optimizers: ``param_groups`` and one set of update rules (``graphc.passes.optimizers``), run
+three ways: appended to a plan by ``gc.compile(model, loss_fn=, optimizer=)``, recorded by a
+traced ``optimizer.step()`` inside a compiled step function, or eagerly by ``step()`` on the
+parameters' ``.grad`` (graphc/optim/eager.py)."""
 from __future__ import annotations
 
 from ..ir.errors import GraphcError
@@ -26,6 +28,7 @@ class Optimizer:
         self.lr_schedulers: list = []  # schedulers built on this optimizer (their state is saved with plans)
         self._plan = None  # the training plan compiled with this optimizer: it holds the optimizer state
         self._param_names: list = []  # state name of each parameter, in param_groups order
+        self._eager = None  # the EagerUpdate of eager step() calls: their state and update plans
         self.defaults = dict(defaults)
         params = list(params)
         if not params:
@@ -64,15 +67,59 @@ class Optimizer:
                         "source": self._gc_source})
         return out
 
+    def params(self) -> list:
+        return [p for group in self.param_groups for p in group["params"]]
+
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """No-op kept for PyTorch compatibility: compiled plans never accumulate gradients."""
+        """Forget the gradients: ``.grad = None`` (or zeros with ``set_to_none=False``), eagerly
+        or inside a compiled step function."""
+        zero_grads(self.params(), set_to_none)
 
     def step(self, closure=None):
-        raise GraphcError(f"{type(self).__name__}.step(): graphc updates parameters inside the compiled plan; "
-                          "use step = gc.compile(model, (x, y), loss_fn=..., optimizer=opt) and call step(x, y)")
+        """Update every parameter that has a ``.grad``, with PyTorch's formulas. Eagerly it runs
+        now; inside a function being compiled it records the update into the plan. ``closure``
+        (re-evaluating the loss) is called first and its result returned, as in PyTorch.
+
+        >>> import graphc as gc
+        >>> from graphc import nn, optim
+        >>> layer = nn.Linear(2, 1)
+        >>> opt = optim.SGD(layer.parameters(), lr=0.5)
+        >>> _ = layer.bias.data.fill_(0.0)
+        >>> layer(gc.ones(1, 2)).sum().backward()
+        >>> opt.step()
+        >>> layer.bias.numpy().tolist()
+        [-0.5]
+        """
+        from ..autograd import enable_grad
+
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        tracer = next((p.grad._tracer for p in self.params() if p.grad is not None and p.grad._tracer is not None),
+                      None)
+        if tracer is not None:
+            from ..step_trace import traced_step
+
+            traced_step(self, tracer)
+        else:
+            self._eager_update().step()
+        return loss
+
+    def _eager_update(self):
+        from .eager import EagerUpdate
+
+        if self._eager is None:
+            if self._plan is not None:  # compiled before: eager steps continue the plan's optimizer state
+                state = {k: v for k, v in self._plan.state.items() if k.startswith("optim.")}
+                self._eager = EagerUpdate(self, self._param_names, state)
+            else:
+                self._eager = EagerUpdate(self, [f"param{i}" for i in range(len(self.params()))])
+        return self._eager
 
     def attach_plan(self, plan, param_names: list) -> None:
         """Called by ``gc.compile``: the plan holds this optimizer's state from now on."""
+        carried = self._plan_state() if self._eager is not None or self._plan is not None else {}
         self._plan, self._param_names = plan, list(param_names)
         plan.lr_schedulers = self.lr_schedulers  # shared: schedulers built later are saved too
         names = iter(self._param_names)
@@ -83,6 +130,9 @@ class Optimizer:
                     array = plan.state.get(f"optim.{name}.{slot}")  # absent for unused parameters
                     if array is not None:
                         array[...] = value
+        self._eager = None  # eager steps from now on share the plan's state
+        if carried:  # state of earlier eager steps (or an earlier plan) carries over
+            self._load_plan_state(carried, missing_ok=True)
 
     def state_dict(self) -> dict:
         """PyTorch's layout: ``{"state": {index: {slot: array}}, "param_groups": [...]}`` with
@@ -101,12 +151,19 @@ class Optimizer:
             index += count
         return {"state": self._plan_state(), "param_groups": groups}
 
+    def _state_arrays(self) -> tuple:
+        """``(arrays by state name, parameter names)`` of wherever the optimizer state lives."""
+        if self._plan is not None:
+            return self._plan.state, self._param_names
+        if self._eager is not None:
+            return self._eager.state, self._eager.names
+        return {}, []
+
     def _plan_state(self) -> dict:
-        if self._plan is None:
-            return {}
-        arrays, state = self._plan.state, {}
+        arrays, names = self._state_arrays()
+        state = {}
         step = arrays.get("optim.step")
-        for i, name in enumerate(self._param_names):
+        for i, name in enumerate(names):
             prefix = f"optim.{name}."
             slots = {k[len(prefix):]: v.copy() for k, v in arrays.items() if k.startswith(prefix)}
             if slots or step is not None:
@@ -130,25 +187,65 @@ class Optimizer:
             mine.update({k: v for k, v in saved.items() if k != "params"})
         self._load_plan_state(state_dict.get("state") or {})
 
-    def _load_plan_state(self, state: dict) -> None:
+    def _load_plan_state(self, state: dict, missing_ok: bool = False) -> None:
         if not state:
             return
         if self._plan is None:
-            raise GraphcError("load_state_dict: optimizer state can be restored after gc.compile (it lives in the plan)")
+            return self._load_eager_state(state)
         arrays = self._plan.state
         for i, slots in state.items():
             name = self._param_names[int(i)]
             for slot, value in slots.items():
                 key = "optim.step" if slot == "step" else f"optim.{name}.{slot}"
                 if key not in arrays:
+                    if missing_ok:  # a parameter the plan does not update has no state there
+                        continue
                     raise GraphcError(f"load_state_dict: the plan has no optimizer state {key!r}")
                 arrays[key][...] = value
+
+    def _load_eager_state(self, state: dict) -> None:
+        """Before any compiled plan, the state goes to the eager steps' arrays (made here)."""
+        import numpy as np
+
+        from ..executor.backends import backend_of
+
+        eager, params = self._eager_update(), self.params()
+        for i, slots in state.items():
+            index = int(i)
+            if not 0 <= index < len(params):
+                raise GraphcError(f"load_state_dict: state for parameter {index}, the optimizer has {len(params)}")
+            backend = backend_of(params[index].array)
+            for slot, value in slots.items():
+                if slot == "step":
+                    eager.state["optim.step"] = np.asarray(int(value), np.int64)
+                    continue
+                array = np.asarray(value, params[index].array.dtype)
+                if array.shape != tuple(params[index].shape):
+                    raise GraphcError(f"load_state_dict: {slot} of parameter {index} has shape {array.shape}, the "
+                                      f"parameter {tuple(params[index].shape)}")
+                eager.state[f"optim.{eager.names[index]}.{slot}"] = backend.asarray(array.copy())
+        eager._plans.clear()  # plans built before hold the old arrays
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, g in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}: " + ", ".join(f"{k}: {v}" for k, v in g.items() if k != "params"))
         return "\n".join(lines) + "\n)"
+
+
+def zero_grads(params, set_to_none: bool = True) -> None:
+    """``.grad = None`` for each parameter, or zeros in place (symbolic zeros while tracing)."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        elif p.grad._tracer is not None:
+            from ..step_trace import zero_grad_traced
+
+            zero_grad_traced(p, p.grad._tracer)
+        else:
+            p.grad.array[...] = 0
 
 
 class SGD(Optimizer):

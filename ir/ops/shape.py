@@ -186,6 +186,14 @@ def _vjp_identity(b, node, cts, needs):
     return [cts[0]]  # broadcast_to: autodiff sums the cotangent back to the input's shape
 
 
+def _same(in_types, attrs):
+    return [in_types[0]]
+
+
+def _vjp_stop(b, node, cts, needs):
+    return [None]  # no gradient flows back: what detach() means
+
+
 _SLICE_ATTRS = {"slices": Attr("slices"), "drop": Attr("ints", ())}
 
 register(OpDef("reshape", _reshape, attrs={"shape": Attr("dims")}, vjp=_vjp_reshape,
@@ -201,6 +209,8 @@ register(OpDef("slice_grad", _slice_grad, attrs={**_SLICE_ATTRS, "shape": Attr("
 register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float", finite=False), "dtype": Attr("dtype", "float32")},
                inputs=(0, 0), doc="a tensor filled with one value (shape may use N)"))
 register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}, vjp=_vjp_identity))
+register(OpDef("stop_gradient", _same, vjp=_vjp_stop,
+               doc="the input unchanged (a view), with no gradient: Tensor.detach() and no_grad() values while traced"))
 _PADDING = Attr("int", None, optional=True, minimum=0)  # the row whose gradient stays zero
 register(OpDef("embedding", _embedding, attrs={"padding_idx": _PADDING}, inputs=(2, 2), vjp=_vjp_embedding,
                doc="(indices, weight): the weight rows (num_embeddings, dim) that int64 indices pick; "

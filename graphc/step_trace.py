@@ -1,0 +1,184 @@
+"""Compiling a user's whole training step: ``gc.compile(train_step, example_inputs=(x, y))``.
+
+The function runs once on symbolic tensors, as any traced function, with three additions:
+
+- the models it uses (global or closure variables, or ``self`` of a bound method) are found
+  first, and their parameters and buffers become plan state, shared with the models;
+- ``loss.backward()`` makes each parameter's ``.grad`` a *gradient placeholder*: a graph
+  input standing for d(loss)/d(param). The training pipeline fuses the forward graph first,
+  then its ``autodiff`` step replaces every placeholder by the gradient the autodiff pass
+  derives, placed right after the loss (passes/training.py);
+- ``optimizer.step()`` appends the optimizer's update ops (passes/optimizers.py) reading the
+  symbolic ``.grad`` values, whatever the function did to them (clipping, accumulation).
+
+The parameters' eager ``.grad`` values are put back afterwards: tracing changes no gradient.
+"""
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+
+from .ir.errors import TraceError
+from .ir.graph import Value
+from .passes.optimizers import add_optimizer_updates
+from .passes.training import TRAINING
+
+# graph.meta[TRAINING] while tracing a step: {"placeholders": [{"value", "param", "loss"}], "losses": [...]}
+
+
+def discover_models(fn) -> dict:
+    """``{variable name: Module}`` for the models ``fn`` can reach by name: the globals its code
+    names, its closure variables, and ``self`` (or ``self``'s attributes) of a bound method.
+    Submodules of another found module are left out (they are reached through it)."""
+    from .nn.module import Module
+
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    bound = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    if code is None:  # a Module or other callable object: its own state is what it uses
+        return {"self": fn} if isinstance(fn, Module) else {}
+    names = {}
+    if isinstance(bound, Module):
+        names["self"] = bound
+    elif bound is not None:
+        names.update((k, v) for k, v in vars(bound).items() if isinstance(v, Module))
+    for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            pass
+    module_globals = getattr(func, "__globals__", {})
+    for name in _names_used(code):
+        if name in module_globals and name not in names:
+            names[name] = module_globals[name]
+    found = {n: v for n, v in names.items() if isinstance(v, Module)}
+    inner = {id(m) for v in found.values() for m in v.modules() if m is not v}
+    return {n: m for n, m in sorted(found.items()) if id(m) not in inner and m.state_dict_tensors()}
+
+
+def _names_used(code: types.CodeType) -> list:
+    """Global names read by ``code`` and the functions and comprehensions nested in it."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _names_used(const)
+    return names
+
+
+def step_root(models: dict):
+    """The module whose state the plan holds: the one model, or a container naming each
+    model by its variable (state names ``model.fc.weight``, ``critic.fc.weight``)."""
+    from .nn.module import Module
+
+    if len(models) == 1:
+        return next(iter(models.values()))
+    if not models:
+        return None
+    root = Module()
+    for name, module in models.items():
+        root.add_module(name, module)
+    return root
+
+
+def _meta(tracer) -> dict:
+    meta = tracer.graph.meta.setdefault(TRAINING, {"placeholders": [], "losses": [], "stepped": []})
+    return meta
+
+
+def traced_backward(tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """``loss.backward()`` inside a function being compiled (see the module doc)."""
+    from .autograd import is_grad_enabled
+    from .tensor import Tensor
+
+    tracer = tensor._tracer
+    where = tracer.user_location()
+    if create_graph or inputs is not None:
+        raise TraceError("backward(create_graph=True) and backward(inputs=...) cannot be compiled", where)
+    if not tensor.dtype.is_float:
+        raise TraceError(f"backward() on a {tensor.dtype.name} tensor: only floating-point values have gradients",
+                         where)
+    loss = tensor._value
+    if gradient is not None:
+        loss = tracer.builder.emit1("mul", [loss, tracer.lift(gradient, [tensor.dtype])], meta=tracer.current_meta())
+    elif tensor.numel() != 1:
+        raise TraceError(f"grad can be implicitly created only for scalar outputs: backward() on a tensor of shape "
+                         f"{tuple(tensor.dims)} needs a gradient argument of that shape", where)
+    if loss.type.shape != ():
+        loss = tracer.builder.emit1("sum", [loss], {"dims": None, "keepdim": False}, meta=tracer.current_meta())
+    params = _differentiable_params(tracer, loss)
+    if not params or id(tensor._value) in tracer.no_grad_values or not is_grad_enabled():
+        raise TraceError("element 0 of tensors does not require grad and does not have a grad_fn: the loss does not "
+                         "depend on any parameter that requires grad (or was computed inside gc.no_grad())", where)
+    meta = _meta(tracer)
+    meta["losses"].append(loss.name)
+    for name, param in params:
+        value = tracer.graph.add_input(Value(tracer.graph.unique_name(f"grad.{name}"), tracer.graph.state[name].type))
+        tracer.builder.reserve(value.name)
+        meta["placeholders"].append({"value": value.name, "param": name, "loss": loss.name})
+        grad = Tensor(_value=value, _tracer=tracer)
+        param.grad = grad if param.grad is None else param.grad + grad  # accumulates, as eager backward()
+
+
+def _differentiable_params(tracer, loss) -> list:
+    """``(state name, Parameter)`` for each parameter requiring grad that the loss reaches
+    through ops that pass gradients (``stop_gradient`` cuts the path)."""
+    needed = {id(loss)}
+    for node in reversed(tracer.graph.nodes):
+        if node.op != "stop_gradient" and any(id(v) in needed for v in node.outputs):
+            needed.update(id(v) for v in node.inputs)
+    out = []
+    for name, value in tracer.graph.state.items():
+        tensor = tracer.state_tensors.get(name)
+        if (id(value) in needed and tracer.graph.state_roles[name] == "param" and value.type.dtype.is_float
+                and getattr(tensor, "requires_grad", False)):
+            out.append((name, tensor))
+    return out
+
+
+def traced_step(optimizer, tracer) -> None:
+    """``optimizer.step()`` inside a function being compiled: append its update ops."""
+    where = tracer.user_location()
+    meta = _meta(tracer)
+    if meta["stepped"]:
+        raise TraceError("optimizer.step() was already called in this compiled function: a plan runs one "
+                         "optimizer update per call (compile one step and call the plan once per step)", where)
+    names = {id(t): name for name, t in tracer.state_tensors.items()}
+    groups = optimizer.spec(names)
+    grads, unused = {}, []
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is None:
+                unused.append(names[id(p)])
+            elif p.grad._tracer is tracer:
+                grads[names[id(p)]] = p.grad._value
+            else:
+                raise TraceError(f"the .grad of {names[id(p)]} was set outside this compiled function", where)
+    if not grads:
+        raise TraceError(f"{type(optimizer).__name__}.step() with no gradients: call loss.backward() before "
+                         "optimizer.step()", where)
+    if unused:
+        shown = ", ".join(unused[:5]) + (f" and {len(unused) - 5} more" if len(unused) > 5 else "")
+        warnings.warn(f"{type(optimizer).__name__}.step() in a compiled function: {len(unused)} parameter(s) got no "
+                      f"gradient and are not updated ({shown}); the traced function never used them",
+                      stacklevel=3)
+    for group in groups:
+        group["source"] = group.get("source") or where
+    before = tracer.graph.value_names()
+    add_optimizer_updates(tracer.graph, grads, groups)
+    for name in tracer.graph.value_names() - before:
+        tracer.builder.reserve(name)
+    meta["stepped"].append(True)
+    tracer.optimizer = optimizer
+
+
+def zero_grad_traced(param, tracer) -> None:
+    """``zero_grad(set_to_none=False)`` while tracing: a symbolic gradient becomes zeros."""
+    from .tensor import Tensor
+
+    value = param.grad._value
+    zeros = tracer.builder.emit1("full", [], {"shape": list(value.type.shape), "value": 0.0,
+                                              "dtype": value.type.dtype.name}, meta=tracer.current_meta())
+    param.grad = Tensor(_value=zeros, _tracer=tracer)
