@@ -16,6 +16,7 @@ The parameters' eager ``.grad`` values are put back afterwards: tracing changes 
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import warnings
 
@@ -29,18 +30,25 @@ from .passes.training import TRAINING
 
 def discover_models(fn) -> dict:
     """``{variable name: Module}`` for the models ``fn`` can reach by name: the globals its code
-    names, its closure variables, and ``self`` (or ``self``'s attributes) of a bound method.
+    names, its closure variables, ``self`` (or ``self``'s attributes) of a bound method, and
+    arguments bound by ``functools.partial``.
     Submodules of another found module are left out (they are reached through it)."""
     from .nn.module import Module
 
-    while isinstance(fn, functools.partial):
+    names = {}
+    while isinstance(fn, functools.partial):  # models bound as arguments: named by the parameter
+        names.update((k, v) for k, v in fn.keywords.items() if isinstance(v, Module))
+        names.update((f"arg{i}", v) for i, v in enumerate(fn.args) if isinstance(v, Module))
         fn = fn.func
     bound = getattr(fn, "__self__", None)
     func = getattr(fn, "__func__", fn)
     code = getattr(func, "__code__", None)
     if code is None:  # a Module or other callable object: its own state is what it uses
         return {"self": fn} if isinstance(fn, Module) else {}
-    names = {}
+    if names:
+        params = list(inspect.signature(fn).parameters)
+        names = {params[int(k[3:])] if k.startswith("arg") and int(k[3:]) < len(params) else k: v
+                 for k, v in names.items()}
     if isinstance(bound, Module):
         names["self"] = bound
     elif bound is not None:
