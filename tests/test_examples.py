@@ -50,3 +50,14 @@ def test_demo_bad_option_is_one_clear_line():
     done = subprocess.run([sys.executable, "-m", "graphc", "demo", "--epochs", "0"], capture_output=True, text=True)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "graphc: error:" in done.stderr
+
+
+def test_readme_tour_runs_as_written(tmp_path):
+    """The README's tour (the classic loop compiled with one call) runs as a user would paste it."""
+    readme = (ROOT / "README.md").read_text()
+    tour = readme.split("## A short tour", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert "loss.backward()" in tour and "gc.compile(train_step" in tour
+    done = subprocess.run([sys.executable, "-c", tour], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in ("train.graphc", "model.graphc", "graph.html"):
+        assert (tmp_path / name).stat().st_size > 0, name
