@@ -11,7 +11,7 @@ import tracemalloc
 import numpy as np
 
 from . import compile as compile_plan
-from . import manual_seed, nn, optim
+from . import manual_seed, nn, optim, tensor
 from .bench_harness import ab, blas_line, ort_pair, ort_status, print_profile, timed
 from .ir.errors import GraphcError
 
@@ -159,6 +159,26 @@ def train_pair(kind: str, batch: int, opt_name: str):
     return step, ours, theirs
 
 
+def loop_rows(steps: int, rounds: int) -> None:
+    """The classic loop body (zero_grad, forward, backward, step) on W2: run eagerly by graphc,
+    and compiled with ``gc.compile(train_step)``, each against PyTorch eager."""
+    model, (x, y) = build("cnn"), data("cnn", 64)
+    _, _, theirs = train_pair("cnn", 64, "sgd")
+    opt, criterion = optim.SGD(model.parameters(), lr=0.01, momentum=0.9), nn.CrossEntropyLoss()
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    tx, ty = tensor(x), tensor(y)
+    ab("W2 train, graphc eager loop", lambda: train_step(tx, ty), theirs, steps, rounds)
+    step = compile_plan(train_step, example_inputs=(x, y))
+    ab("W2 train, compiled train_step", lambda: step(x, y), theirs, steps, rounds)
+
+
 def infer_pair(kind: str, batch: int):
     model = build(kind).eval()
     x, _ = data(kind, batch)
@@ -228,7 +248,8 @@ def compile_time_and_memory() -> None:
 PARTS = {"W1": "MLP train, SGD and Adam", "W2": "CNN train, then its profile unless --no-profile",
          "W3": "MLP and CNN inference, batch 1/64/512", "W5": "inverted-residual blocks train",
          "MNV2": "MobileNetV2-0.5 train", "overhead": "per-node overhead of a 200-op chain",
-         "compile": "W2 compile time and memory"}
+         "compile": "W2 compile time and memory",
+         "loop": "W2's classic loop body: graphc eager, and compiled as a step function"}
 
 
 def parse_only(text: str) -> list:
@@ -289,6 +310,8 @@ def main(argv=None) -> int:
             chain_overhead(args.steps)
         elif part == "compile":
             compile_time_and_memory()
+        elif part == "loop":
+            loop_rows(args.steps, args.rounds)
     return 0
 
 
