@@ -196,6 +196,24 @@ class Module:
     def parameters(self, recurse: bool = True):
         return (p for _, p in self.named_parameters(recurse=recurse))
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's gradient (``optimizer.zero_grad()`` for this module's ones)."""
+        from ..optim.optimizer import zero_grads
+
+        zero_grads(self.parameters(), set_to_none)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        """Freeze (False) or unfreeze every parameter: frozen ones get no ``.grad`` and no update.
+
+        >>> from graphc import nn
+        >>> layer = nn.Linear(2, 2).requires_grad_(False)
+        >>> [p.requires_grad for p in layer.parameters()]
+        [False, False]
+        """
+        for p in self.parameters():
+            p.requires_grad = bool(requires_grad)
+        return self
+
     def named_buffers(self, prefix: str = "", recurse: bool = True):
         for name, b in self._named_members("_buffers", recurse):
             yield (f"{prefix}.{name}" if prefix else name), b

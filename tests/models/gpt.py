@@ -175,3 +175,36 @@ class GPT(nn.Module):
         ]
         optimizer = torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas)
         return optimizer
+
+
+def make_train_step(model, optimizer, grad_clip=1.0):
+    """nanoGPT's training iteration for one batch: the model's own loss, backward, the gradients
+    clipped to norm ``grad_clip``, the optimizer step, then the gradients dropped. Returns the
+    loss and the gradient norm before clipping."""
+    def train_step(X, Y):
+        logits, loss = model(X, Y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss, norm
+    return train_step
+
+
+def make_accumulating_train_step(model, optimizer, gradient_accumulation_steps, grad_clip=1.0):
+    """nanoGPT's iteration with gradient accumulation: ``X[i], Y[i]`` is micro-step ``i``'s
+    batch (what nanoGPT's ``get_batch`` fetches inside the loop). Each micro-batch's loss is
+    scaled down and backpropagated, the gradients add up; then clip, step, drop the gradients.
+    Returns the mean loss over the micro-batches and the gradient norm before clipping."""
+    def train_step(X, Y):
+        total_loss = 0.0
+        for micro_step in range(gradient_accumulation_steps):
+            logits, loss = model(X[micro_step], Y[micro_step])
+            loss = loss / gradient_accumulation_steps  # scale the loss to account for gradient accumulation
+            loss.backward()
+            total_loss = total_loss + loss.detach()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return total_loss, norm
+    return train_step

@@ -79,3 +79,15 @@ def make_optimizer(model, lr=1.0, gamma=0.7):
     optimizer = optim.Adadelta(model.parameters(), lr=lr)
     scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=gamma)
     return optimizer, scheduler
+
+
+def make_train_step(model, optimizer):
+    """The body of ``train``'s loop as a function of one batch (returns the loss)."""
+    def train_step(data, target):
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return train_step

@@ -153,3 +153,22 @@ def mobilenet_v2_tiny(num_classes=10, width_mult=0.25, dropout=0.2):
     ]
     return MobileNetV2(num_classes=num_classes, width_mult=width_mult, inverted_residual_setting=setting,
                        dropout=dropout, last_channel=128)
+
+
+def make_optimizer(model, lr=0.01, momentum=0.9, weight_decay=4e-5):
+    """torchvision's RMSprop recipe (its ``--opt rmsprop``): alpha 0.9 and TensorFlow's eps=0.0316,
+    momentum and weight decay."""
+    return torch.optim.RMSprop(model.parameters(), lr=lr, alpha=0.9, eps=0.0316, momentum=momentum,
+                               weight_decay=weight_decay)
+
+
+def make_train_step(model, optimizer):
+    """One iteration of torchvision's ``train_one_epoch``: forward, cross-entropy, backward, step."""
+    def train_step(image, target):
+        optimizer.zero_grad()
+        output = model(image)
+        loss = nn.functional.cross_entropy(output, target)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return train_step

@@ -123,3 +123,20 @@ class ResNet(nn.Module):
 def resnet_tiny(num_classes=10, width=8, **kwargs):
     """Two stages of two BasicBlocks each (stage 2 downsamples), for 3x16x16 images."""
     return ResNet(BasicBlock, [2, 2], num_classes=num_classes, width=width, **kwargs)
+
+
+def make_optimizer(model, lr=0.1, momentum=0.9, weight_decay=1e-4):
+    """torchvision's classification recipe: SGD with momentum and weight decay."""
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+
+
+def make_train_step(model, optimizer):
+    """One iteration of torchvision's ``train_one_epoch``: forward, cross-entropy, backward, step."""
+    def train_step(image, target):
+        optimizer.zero_grad()
+        output = model(image)
+        loss = nn.functional.cross_entropy(output, target)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return train_step
