@@ -20,8 +20,8 @@ For every model:
     outputs, at the export batch size and another;
 (e) the MNIST example's ``test()`` (eval mode, ``torch.no_grad()``, ``argmax``, ``eq``,
     ``nll_loss(reduction='sum').item()``) runs unchanged on both and gives the same counts,
-    while its ``train()`` drives PyTorch and a compiled step drives graphc (graphc has no
-    eager ``loss.backward()`` yet).
+    while its ``train()`` drives PyTorch and a compiled step drives graphc (``train()`` itself
+    runs on graphc, eagerly, in tests/test_pytorch_loops.py).
 
 Weights are seed-independent: graphc's model is built (``gc.manual_seed``) and its
 ``state_dict`` copied into PyTorch's twin, as in tests/test_train_torch.py. PyTorch's side
@@ -32,9 +32,10 @@ tests/test_pytorch_models.py`` regenerates it).
 Dropout is on in the models' eval tests (eval mode must remove it) and off (p = 0) in the
 training comparisons: graphc's and PyTorch's random streams differ, so masks cannot match.
 
-The MNIST example's own ``train()`` (eager ``loss.backward()``) and nanoGPT's step with
-``clip_grad_norm_`` need eager autograd and traced user step functions, which graphc does not
-have yet: here graphc trains through ``gc.compile(model, ..., loss_fn, optimizer)``.
+Here graphc trains through ``gc.compile(model, ..., loss_fn, optimizer)``. The files' own
+training steps (the MNIST example's ``train()``, nanoGPT's step with ``clip_grad_norm_`` and
+gradient accumulation, each file's ``make_train_step``) run on graphc eagerly and compiled by
+``gc.compile(train_step, ...)`` in tests/test_pytorch_loops.py.
 """
 from __future__ import annotations
 
