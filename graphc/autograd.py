@@ -100,10 +100,12 @@ class enable_grad(_GradMode):
 class inference_mode(_GradMode):
     """``torch.inference_mode(mode=True)``: ``no_grad`` when ``mode`` is true, else nothing."""
 
+    enabled = False
+
     def __new__(cls, mode=True):
-        instance = super().__new__(cls, mode if callable(mode) else None)
-        if not callable(mode):
-            instance.enabled = False if mode else None
+        instance = super().__new__(cls, mode if callable(mode) else None)  # bare @inference_mode: no_grad
+        if not callable(mode) and not mode:
+            instance.enabled = None  # inference_mode(False) changes nothing
         return instance
 
     def __init__(self, mode=True):
@@ -132,8 +134,15 @@ class set_grad_enabled(_GradMode):
         pass
 
     def __enter__(self):
+        if self._before is None:
+            return super().__enter__()
         self._outer.append(self._before)  # the mode before the call, not the one it set
         return self
+
+    def __call__(self, func):
+        _mode.enabled = self._before  # as a decorator it changes only the calls, as PyTorch's
+        self._before = None  # entered from the wrapper: restore what each call found
+        return super().__call__(func)
 
 
 class TapeEntry:
@@ -289,7 +298,9 @@ def _accumulate(leaf, grad) -> None:
     from .tensor import Tensor
 
     if leaf.grad is None:
-        leaf.grad = Tensor(grad.copy())  # a copy: two leaves may share one cotangent array
+        # a copy (two leaves may share one cotangent array), and an array even where numpy made
+        # a 0-d result a scalar, so that in-place uses (clipping) work
+        leaf.grad = Tensor(backend_of(leaf.array).xp.array(grad, copy=True))
     else:
         leaf.grad.array += grad
 

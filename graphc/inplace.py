@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .autograd import is_grad_enabled
 from .executor.backends import backend_of
 from .ir.errors import GraphcError, ShapeError, TraceError
 from .ir.types import promote
@@ -25,6 +26,11 @@ def _eager(tensor: Tensor, what: str) -> None:
         raise TraceError(f"{what} changes a tensor in place, which a compiled graph cannot record (graphc graphs "
                          "never mutate their inputs): initialise weights before gc.compile, and inside the model "
                          "write x = x.op(...) instead", tensor._tracer.user_location())
+    if tensor._grad_fn is not None and is_grad_enabled():
+        from .tracer import user_source
+
+        raise GraphcError(f"{what} on a tensor computed with gradients recorded: its gradient would go wrong; write "
+                          "x = x.op(...) instead (or change it inside gc.no_grad())", f"at {user_source()}")
 
 
 def _on_backend(tensor: Tensor, value):
@@ -42,6 +48,7 @@ def _write(tensor: Tensor, index, value, what: str) -> Tensor:
     except (ValueError, IndexError, TypeError) as e:
         raise ShapeError(f"{what}: cannot write {_describe(value)} into a tensor of shape "
                          f"{tuple(tensor.array.shape)}: {e}") from None
+    tensor._version += 1  # an op that saved this tensor for backward() now refuses it
     return tensor
 
 

@@ -86,7 +86,8 @@ class Tensor:
     __array_ufunc__ = None  # make numpy defer: np_array + tensor calls Tensor.__radd__
     __hash__ = object.__hash__
     requires_grad = False  # nn.Parameter sets its own; results of recorded eager ops too
-    grad = None  # the gradient backward() accumulated into this leaf (an eager Tensor)
+    _grad = None  # the gradient backward() accumulated into this leaf (an eager Tensor)
+    _origin = None  # the eager Parameter/buffer a traced stand-in (model.fc.weight while tracing) reads
     _grad_fn = None  # (autograd.TapeEntry, output index) for a recorded eager result
     _version = 0  # bumped by in-place writes: backward refuses values changed after recording
 
@@ -264,6 +265,20 @@ class Tensor:
         return backward(self, gradient, retain_graph, create_graph, inputs)
 
     @property
+    def grad(self):
+        """The gradient ``backward()`` accumulated into this leaf (an eager Tensor on its device,
+        or a graph value inside a function being compiled); None until then. A parameter read
+        through its module while tracing (``model.fc.weight``) shows the parameter's own."""
+        return self._origin.grad if self._origin is not None else self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if self._origin is not None:
+            self._origin.grad = value
+        else:
+            self._grad = value
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors not computed by a recorded op (parameters, inputs)."""
         return self._grad_fn is None
@@ -332,6 +347,20 @@ class Tensor:
     def __rpow__(self, o): return apply("pow", [o, self])
     def __matmul__(self, o): return apply("matmul", [self, o])
     def __rmatmul__(self, o): return apply("matmul", [o, self])
+    # x += y: in place, as PyTorch, where nothing records gradients through x; a value in a
+    # recorded (or traced) computation gets a new tensor instead, so its gradient stays right.
+    def __iadd__(self, o): return self._in_place("add_", "add", o)
+    def __isub__(self, o): return self._in_place("sub_", "sub", o)
+    def __imul__(self, o): return self._in_place("mul_", "mul", o)
+    def __itruediv__(self, o): return self._in_place("div_", "div", o)
+
+    def _in_place(self, method: str, op: str, other):
+        from .autograd import is_grad_enabled
+
+        if self._tracer is None and not (self.requires_grad and is_grad_enabled()):
+            return getattr(self, method)(other)
+        return apply(op, [self, other])
+
     def __neg__(self): return apply("neg", [self])
     def __abs__(self): return apply("abs", [self])
     def __eq__(self, o): return apply("eq", [self, o])

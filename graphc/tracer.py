@@ -162,7 +162,10 @@ class Tracer:
         """The symbolic stand-in for an eager state tensor read inside a traced module."""
         from .tensor import Tensor
 
-        return Tensor(_value=self.lift(tensor, []), _tracer=self)
+        stand_in = Tensor(_value=self.lift(tensor, []), _tracer=self)
+        stand_in._origin = tensor  # its .grad is the parameter's own
+        stand_in.requires_grad = tensor.requires_grad
+        return stand_in
 
     def assign(self, target, new) -> None:
         """Record ``target <- new`` for a buffer (running stats): a graph update."""

@@ -398,7 +398,7 @@ def parameter(model, dotted: str):
 
 def torch_train(case, state, batches, freeze=()) -> dict:
     """PyTorch's eager loop (zero_grad, loss.backward(), step) on the twin of graphc's model.
-    GPT's loop is nanoGPT's without ``clip_grad_norm_`` (graphc's compiled step cannot clip)."""
+    GPT's loop here is nanoGPT's without ``clip_grad_norm_``; tests/test_pytorch_loops.py runs it with clipping."""
     tm = torch_twin(case, state, train=True).train()
     for name in freeze:
         parameter(tm, name).requires_grad = False
