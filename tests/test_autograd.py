@@ -263,9 +263,6 @@ def test_compiled_loss_computed_entirely_under_no_grad_is_refused():
         gc.compile(step_fn, example_inputs=(x,))
 
 
-@pytest.mark.xfail(strict=True, reason="graphc bug: inside a compiled step function, model.<param> is a symbolic "
-                                       "stand-in whose .grad stays None after loss.backward() (only the Parameter "
-                                       "objects from model.parameters() get the gradient)")
 def test_compiled_step_reads_grad_through_module_attribute():
     gc.manual_seed(0)
     model = nn.Linear(3, 2)
@@ -397,9 +394,6 @@ INPLACE = {  # a way to change a tensor in place (eagerly, with gradients on)
 }
 
 
-@pytest.mark.xfail(strict=True, reason="graphc bug: the in-place tensor methods (mul_, add_, t[i] = v, copy_, "
-                                       "fill_) do not bump Tensor._version, so backward() silently uses the "
-                                       "changed values instead of refusing (only optimizer.step() bumps it)")
 @pytest.mark.parametrize("change", list(INPLACE))
 def test_inplace_change_of_a_saved_tensor_is_refused(change):
     x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -410,9 +404,18 @@ def test_inplace_change_of_a_saved_tensor_is_refused(change):
         z.sum().backward()
 
 
-@pytest.mark.xfail(strict=True, reason="graphc bug: Tensor has no __isub__, so `w -= lr * w.grad` under no_grad "
-                                       "rebinds w to a new tensor (requires_grad False, .grad None) instead of "
-                                       "updating the leaf in place as PyTorch does")
+@pytest.mark.parametrize("change", list(INPLACE))
+def test_inplace_change_of_a_saved_leaf_under_no_grad_is_refused_at_backward(change):
+    """A leaf may be changed under no_grad (a manual update), but a graph that saved its old value refuses."""
+    x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = x * x
+    with gc.no_grad():
+        INPLACE[change](x)
+    with pytest.raises(gc.GraphcError, match="changed in place before backward"):
+        z.sum().backward()
+    assert x.grad is None
+
+
 def test_manual_update_under_no_grad_is_in_place():
     w = gc.tensor([1.0, 2.0], requires_grad=True)
     original = w
@@ -423,6 +426,17 @@ def test_manual_update_under_no_grad_is_in_place():
         assert w is original and w.requires_grad, "w -= ... made a new tensor"
         w.grad = None
     np.testing.assert_allclose(w.numpy(), [0.64, 1.28], rtol=1e-6)
+
+
+def test_augmented_assignment_is_in_place_where_no_gradient_flows():
+    a = gc.tensor([1.0, 2.0])
+    alias = a
+    a += 1
+    a *= 3
+    a -= gc.tensor([1.0, 1.0])
+    a /= 2
+    assert a is alias
+    np.testing.assert_array_equal(alias.numpy(), [2.5, 4.0])
 
 
 def test_manual_update_with_sub_under_no_grad():
@@ -447,13 +461,9 @@ def test_grad_stays_none_for_unused_parameters():
     assert frozen.grad is None and frozen.is_leaf
 
 
-ZERO_D_GRAD = ("graphc bug: the .grad of a 0-d leaf holds a numpy scalar (np.float32), not a 0-d ndarray, so "
-               "in-place uses of it fail: clip_grad_norm_ raises ShapeError, zero_grad(set_to_none=False) TypeError")
-
-
 @pytest.mark.parametrize("dtype, shape", [
     (np.float32, (2, 2)), (np.float64, (2, 2)), (np.float32, (3,)),
-    pytest.param(np.float32, (), marks=pytest.mark.xfail(strict=True, reason=ZERO_D_GRAD)),
+    (np.float32, ()),  # numpy makes 0-d results scalars: the gradient must still be an array
 ], ids=["f32", "f64", "1d", "0d"])
 def test_grad_lives_where_the_parameter_does(dtype, shape):
     w = gc.tensor(np.linspace(-2.0, 3.0, int(np.prod(shape))).reshape(shape).astype(dtype), requires_grad=True)
@@ -465,7 +475,6 @@ def test_grad_lives_where_the_parameter_does(dtype, shape):
     assert not np.shares_memory(w.grad.numpy(), w.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason=ZERO_D_GRAD)
 @pytest.mark.parametrize("use", ["clip_grad_norm_", "zero_grad-set_to_none-False"])
 def test_in_place_uses_of_a_0d_gradient(use):
     w = gc.tensor(np.array(2.0, np.float32), requires_grad=True)
@@ -606,9 +615,6 @@ def test_grad_mode_decorators_and_calls():
     assert not recursive(x, 3).requires_grad and gc.is_grad_enabled()
 
 
-@pytest.mark.xfail(strict=True, reason="graphc bug: @gc.set_grad_enabled(False) as a decorator turns gradients off "
-                                       "when the function is defined and leaves them off (PyTorch restores the "
-                                       "mode; only calls of the decorated function run without gradients)")
 def test_set_grad_enabled_as_a_decorator_changes_only_the_call():
     x = gc.tensor([1.0], requires_grad=True)
     try:
@@ -623,8 +629,6 @@ def test_set_grad_enabled_as_a_decorator_changes_only_the_call():
         gc.set_grad_enabled(True)
 
 
-@pytest.mark.xfail(strict=True, reason="graphc bug: bare @gc.inference_mode (no parentheses, which PyTorch accepts) "
-                                       "decorates with mode None and leaves gradients on inside the function")
 def test_bare_inference_mode_decorator_disables_gradients():
     @gc.inference_mode
     def f(t):
