@@ -35,14 +35,16 @@ def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
     return out
 
 
-def add_optimizer_updates(out: Graph, grads: dict, groups: list) -> None:
+def add_optimizer_updates(out: Graph, grads: dict, groups: list, step_per_param: bool = False) -> None:
     """What :func:`append_optimizer` adds, added to ``out`` itself: a traced ``optimizer.step()``
-    appends to the graph being traced; the pass works on a copy."""
+    appends to the graph being traced; the pass works on a copy.
+
+    A plan updates the same parameters every step, so one ``optim.step`` counts for all. The
+    eager ``step()`` skips parameters whose ``.grad`` is None, so it counts per parameter
+    (``optim.<param>.step``, ``step_per_param=True``), as PyTorch's per-parameter ``step``."""
     source = next((g["source"] for g in groups if g.get("source")), None)  # where the optimizer was built
     b = Builder(out, meta={"pass": "optimizer", "phase": "update", **({"source": source} if source else {})})
-    step = out.add_state(Value(STEP, TensorType((), DType.int64)), "optim")
-    new_step = b.emit1("add", [step, _const(b, 1, DType.int64)])
-    out.updates[STEP] = new_step
+    shared = None if step_per_param else _add_step(out, b, STEP)
     hyper_inputs = []
     for index, group in enumerate(groups):
         name = out.unique_name(lr_input_name(index, len(groups)))
@@ -51,7 +53,7 @@ def add_optimizer_updates(out: Graph, grads: dict, groups: list) -> None:
         update = _UPDATES.get(group["kind"])
         if update is None:
             raise GraphcError(f"unknown optimizer kind {group['kind']!r}")
-        ctx = _GroupContext(b, out, lr, step, new_step, group["hyper"])
+        ctx = _GroupContext(b, out, lr, *shared, group["hyper"]) if shared else None
         for pname in group["params"]:
             grad = grads.get(pname)
             if grad is None:  # unused parameter: PyTorch skips params whose grad is None
@@ -59,10 +61,20 @@ def add_optimizer_updates(out: Graph, grads: dict, groups: list) -> None:
             b.meta = {"pass": "optimizer", "phase": "update", "module": pname, "module_type": group["kind"]}
             if group.get("source"):
                 b.meta["source"] = group["source"]
+            if shared is None:
+                ctx = _GroupContext(b, out, lr, *_add_step(out, b, f"optim.{pname}.step"), group["hyper"])
             out.updates[pname] = update(ctx, pname, out.state[pname], grad)
     out.meta["hyper_inputs"] = hyper_inputs
     out.meta["optimizer"] = [{"kind": g["kind"], "params": list(g["params"]), "hyper": dict(g["hyper"])}
                              for g in groups]
+
+
+def _add_step(out: Graph, b: Builder, name: str) -> tuple:
+    """A step-count state and its value after this update."""
+    step = out.add_state(Value(name, TensorType((), DType.int64)), "optim")
+    new_step = b.emit1("add", [step, _const(b, 1, DType.int64)])
+    out.updates[name] = new_step
+    return step, new_step
 
 
 def _const(b, value, dtype: DType) -> Value:

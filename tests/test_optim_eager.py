@@ -263,12 +263,6 @@ def test_state_dict_after_eager_steps_has_torch_layout(opt_name, torch_ref):
 
 
 # ---- parameters without gradients -----------------------------------------------------------------
-GLOBAL_STEP = ("graphc bug: eager optimizers keep one step count (optim.step) for all parameters, so a parameter "
-               "skipped earlier (grad None) gets a later step number than PyTorch's per-parameter count: wrong "
-               "bias correction (Adam/AdamW), lr decay (Adagrad) and first momentum step (SGD with dampening: "
-               "PyTorch starts the buffer at the gradient, graphc at (1 - dampening) * gradient)")
-STEP_COUNTED = {"sgd_momentum_dampening_wd", "adam", "adamw", "adagrad_decay_init"}  # their update reads the step
-
 
 def _sparse_run(lib, lib_optim, spec, values):
     """``a`` has a gradient every step, ``b`` from the second step on, ``c`` never."""
@@ -283,9 +277,7 @@ def _sparse_run(lib, lib_optim, spec, values):
     return a, b, c, opt
 
 
-@pytest.mark.parametrize("opt_name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=GLOBAL_STEP))
-    if n in STEP_COUNTED else n for n in OPTIMIZERS])
+@pytest.mark.parametrize("opt_name", list(OPTIMIZERS))
 def test_parameter_without_grad_is_skipped(opt_name, torch_ref):
     spec = OPTIMIZERS[opt_name]
     rng = np.random.default_rng(4)
@@ -309,8 +301,6 @@ def test_parameter_without_grad_is_skipped(opt_name, torch_ref):
             assert_state_close(state[int(index)][slot], ref[name], f"optimizer state {index}.{slot}")
 
 
-@pytest.mark.xfail(strict=True, reason=GLOBAL_STEP + "; a parameter never updated gets a {'step': n} entry where "
-                                                     "PyTorch's state_dict has none")
 def test_skipped_parameter_step_count_and_state():
     """PyTorch counts steps per parameter: b (skipped once) has step 2, c (never updated) no state."""
     _, _, _, opt = _sparse_run(gc, optim, OPTIMIZERS["adam"], [np.ones(3, np.float32), np.ones(2, np.float32),

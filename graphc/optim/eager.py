@@ -14,18 +14,36 @@ from ..executor.backends import backend_of
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
-from ..passes.optimizers import append_optimizer
+from ..passes.optimizers import add_optimizer_updates
 
 
 class EagerUpdate:
     """The optimizer state of eager steps (``optim.<name>.<slot>`` arrays, ``optim.step``) and
     the update plans, one per set of parameters that have gradients."""
 
-    def __init__(self, optimizer, names: list, state: dict | None = None):
+    def __init__(self, optimizer, names: list, state: dict | None = None, plan_step=None):
         self.optimizer = optimizer
         self.names = names  # the state name of each parameter, in param_groups order
         self.state = dict(state or {})  # shared with every update plan built here
         self._plans: dict = {}
+        # A compiled plan's one ``optim.step`` (the same optimizer's plan): eager steps count per
+        # parameter and keep it at the highest count, so the plan continues where they stopped.
+        self.plan_step = plan_step
+
+    def make_initial_state(self) -> None:
+        """Slots that do not start at zero (Adagrad's ``sum``) exist for every parameter from the
+        start, as PyTorch's constructor makes them, with the step count at 0."""
+        import numpy as np
+
+        params = iter(zip(self.params(), self.names))
+        for group in self.optimizer.param_groups:
+            fills = self.optimizer.initial_state(group)
+            for p, name in [next(params) for _ in group["params"]]:
+                for slot, value in fills.items():
+                    xp = backend_of(p.array).xp
+                    self.state[f"optim.{name}.{slot}"] = xp.full(p.array.shape, value, p.array.dtype)
+                if fills:
+                    self.state[f"optim.{name}.step"] = np.zeros((), np.int64)
 
     def params(self) -> list:
         return [p for group in self.optimizer.param_groups for p in group["params"]]
@@ -51,6 +69,9 @@ class EagerUpdate:
                                       f"parameter {p.dtype.name}{list(p.shape)}")
                 grads.append(p.grad.array)
         plan.run(grads)
+        if self.plan_step is not None:
+            counts = [int(v) for k, v in self.state.items() if k.endswith(".step")]
+            self.plan_step[...] = max(counts, default=0)
         for p in params:
             p._version += 1  # the update wrote in place: values saved for an older backward are stale
 
@@ -63,7 +84,7 @@ class EagerUpdate:
             if has:
                 grads[name] = graph.add_input(Value(f"grad.{name}", ttype))
         groups = self.optimizer.spec({id(p): name for p, name in zip(params, self.names)})
-        graph = append_optimizer(graph, grads, groups)
+        add_optimizer_updates(graph, grads, groups, step_per_param=True)  # skipped params keep their count
         device = backend_of(params[0].array).name
         plan = Plan(graph, {**arrays, **self.state}, device=device, kind="training",
                     param_groups=self.optimizer.param_groups)

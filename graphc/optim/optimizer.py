@@ -111,10 +111,16 @@ class Optimizer:
 
         if self._eager is None:
             if self._plan is not None:  # compiled before: eager steps continue the plan's optimizer state
-                state = {k: v for k, v in self._plan.state.items() if k.startswith("optim.")}
-                self._eager = EagerUpdate(self, self._param_names, state)
+                arrays = self._plan.state
+                state = {k: v for k, v in arrays.items() if k.startswith("optim.") and k != "optim.step"}
+                plan_step = arrays.get("optim.step")
+                if plan_step is not None:  # per-parameter counts start from the plan's one count
+                    state.update({f"optim.{name}.step": plan_step.copy() for name in self._param_names
+                                  if any(k.startswith(f"optim.{name}.") for k in state)})
+                self._eager = EagerUpdate(self, self._param_names, state, plan_step)
             else:
                 self._eager = EagerUpdate(self, [f"param{i}" for i in range(len(self.params()))])
+                self._eager.make_initial_state()
         return self._eager
 
     def attach_plan(self, plan, param_names: list) -> None:
@@ -166,8 +172,10 @@ class Optimizer:
         for i, name in enumerate(names):
             prefix = f"optim.{name}."
             slots = {k[len(prefix):]: v.copy() for k, v in arrays.items() if k.startswith(prefix)}
+            if "step" in slots:  # eager steps count per parameter; PyTorch's layout has a float
+                slots["step"] = float(slots["step"])
             if slots or step is not None:
-                state[i] = {**slots, **({"step": float(step)} if step is not None else {})}
+                state[i] = {**slots, **({"step": float(step)} if step is not None and "step" not in slots else {})}
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -217,7 +225,7 @@ class Optimizer:
             backend = backend_of(params[index].array)
             for slot, value in slots.items():
                 if slot == "step":
-                    eager.state["optim.step"] = np.asarray(int(value), np.int64)
+                    eager.state[f"optim.{eager.names[index]}.step"] = np.asarray(int(value), np.int64)
                     continue
                 array = np.asarray(value, params[index].array.dtype)
                 if array.shape != tuple(params[index].shape):
