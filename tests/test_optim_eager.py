@@ -51,16 +51,9 @@ def assert_state_close(actual, want, err_msg, rtol=RTOL, atol=ATOL):
     np.testing.assert_allclose(np.asarray(actual), want, rtol=rtol, atol=atol * scale, err_msg=err_msg)
 
 
-def mlp(lib):
-    return lib.Sequential(lib.Linear(12, 16), lib.ReLU(), lib.Linear(16, CLASSES))
-
-
-def cnn(lib):
-    return lib.Sequential(lib.Conv2d(2, 4, 3, padding=1, bias=False), lib.BatchNorm2d(4), lib.ReLU(),
-                          lib.MaxPool2d(2), lib.Flatten(), lib.Linear(4 * 4 * 4, CLASSES))
-
-
-MODELS = {"mlp": (mlp, (12,)), "cnn": (cnn, (2, 8, 8))}
+# The models of the compiled optimizer tests (same sizes and CLASSES): eager and compiled
+# runs are compared on the very same architectures.
+from test_optimizers_torch import MODELS, cnn, mlp  # noqa: E402,F401
 
 # name -> (class, kwargs, overrides of the first parameter group): data, so that torch's
 # recording is fingerprinted by the configuration. Group 0 is every layer but the last,
