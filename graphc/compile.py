@@ -200,10 +200,29 @@ def _load_plan(path, device, memory_budget) -> Plan:
     return plan
 
 
-def export(model, example_inputs, path, verify=False) -> Plan:
+def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
     """Save ``model``'s frozen eval-mode inference plan to ``path``: parameters become
     constants, BatchNorm is folded into the convolution (in float64), constants are folded.
-    The model's train/eval mode is restored afterwards."""
+    The model's train/eval mode is restored afterwards. A path ending in ``.onnx`` writes an
+    ONNX model instead (default-domain ops only, opset ``opset``, default 17; needs the
+    ``onnx`` extra); a frozen inference Plan may be given in place of the model.
+
+    >>> import numpy as np, graphc as gc, tempfile, os
+    >>> from graphc import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.graphc")
+    >>> gc.export(nn.Linear(4, 2), (np.zeros((8, 4), np.float32),), path).graph.state
+    {}
+    """
+    onnx_path = os.fspath(path).lower().endswith(".onnx")
+    if opset is not None and not onnx_path:
+        raise GraphcError("export: opset applies to ONNX files (a path ending in .onnx)")
+    if isinstance(model, Plan):
+        if onnx_path:
+            from .onnx_export import DEFAULT_OPSET, save_onnx
+
+            save_onnx(model, path, opset or DEFAULT_OPSET)
+            return model
+        raise GraphcError("export: a Plan is already compiled; save it with plan.save(path)")
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     was_training = getattr(model, "training", False)
@@ -218,5 +237,10 @@ def export(model, example_inputs, path, verify=False) -> Plan:
     graph = run_pipeline(graph, "export", "default", run_graph_node, verify,
                          extra={"freeze": functools.partial(freeze, arrays=weights)})
     plan = Plan(graph, {}, kind="inference")
-    plan.save(path)
+    if onnx_path:
+        from .onnx_export import DEFAULT_OPSET, save_onnx
+
+        save_onnx(plan, path, opset or DEFAULT_OPSET)
+    else:
+        plan.save(path)
     return plan

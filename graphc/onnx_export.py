@@ -1,0 +1,237 @@
+"""ONNX export: a frozen inference graph as an ONNX model in the default domain only.
+
+Each graphc op maps to standard ONNX ops (fused ones are written back as their parts:
+``linear_relu`` -> Gemm + Relu, ``conv2d_relu`` -> Conv + Relu), so Netron opens the file and
+onnxruntime runs it. The batch dim is the named dynamic dim ``N``; constants (the frozen
+weights) are initializers; node names carry the module path, doc strings the source line.
+The ``onnx`` package is an optional extra, imported only here.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .ir.errors import GraphcError
+from .ir.types import DType, dim_poly
+
+DEFAULT_OPSET = 17
+OPSETS = range(13, 22)  # the opsets whose forms of the ops below this writer knows
+
+
+def onnx_module():
+    """The ``onnx`` package, or a GraphcError naming the extra that brings it."""
+    try:
+        import onnx
+    except ImportError:
+        raise GraphcError("ONNX export and import need the onnx package: pip install 'graphc[onnx]'") from None
+    return onnx
+
+
+_ELEMENT_TYPES = {DType.float32: 1, DType.uint8: 2, DType.int64: 7, DType.bool: 9, DType.float16: 10,
+                  DType.float64: 11}
+
+
+class _Writer:
+    """Collects ONNX nodes and initializers with unique names while one graph is translated."""
+
+    def __init__(self, onnx, graph):
+        self.onnx, self.graph = onnx, graph
+        self.nodes, self.initializers = [], []
+        self.names = {id(v): v.name for v in graph.inputs}
+        self._count = 0
+
+    def name(self, value) -> str:
+        return self.names[id(value)]
+
+    def fresh(self, base: str) -> str:
+        self._count += 1
+        return f"{base}__{self._count}"
+
+    def constant(self, array, base: str = "const") -> str:
+        name = self.fresh(base)
+        self.initializers.append(self.onnx.numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(self, op_type: str, inputs: list, outputs: list, meta: dict, **attrs) -> None:
+        label = meta.get("module") or meta.get("module_type") or op_type
+        self.nodes.append(self.onnx.helper.make_node(
+            op_type, inputs, outputs, name=self.fresh(label), doc_string=meta.get("source", ""), **attrs))
+
+
+def _pairs(attrs, key):
+    return [int(v) for v in attrs[key]]
+
+
+def _gemm(w: _Writer, node, ins, out, relu=False):
+    x = node.inputs[0]
+    target = w.fresh("linear") if relu else out
+    if x.type.rank == 2:
+        w.node("Gemm", ins, [target], node.meta, transB=1)
+    else:  # Gemm is 2-D only: MatMul with the transposed weight, then the bias
+        wt = w.fresh("weight_t")
+        w.node("Transpose", [ins[1]], [wt], node.meta, perm=[1, 0])
+        product = w.fresh("matmul") if len(ins) == 3 else target
+        w.node("MatMul", [ins[0], wt], [product], node.meta)
+        if len(ins) == 3:
+            w.node("Add", [product, ins[2]], [target], node.meta)
+    if relu:
+        w.node("Relu", [target], [out], node.meta)
+
+
+def _conv(w: _Writer, node, ins, out, relu=False):
+    a = node.attrs
+    ph, pw = _pairs(a, "padding")
+    target = w.fresh("conv") if relu else out
+    w.node("Conv", ins, [target], node.meta, strides=_pairs(a, "stride"), pads=[ph, pw, ph, pw],
+           dilations=_pairs(a, "dilation"), group=int(a["groups"]))
+    if relu:
+        w.node("Relu", [target], [out], node.meta)
+
+
+def _pool(op_type):
+    def write(w: _Writer, node, ins, out):
+        a = node.attrs
+        ph, pw = _pairs(a, "padding")
+        extra = {"dilations": _pairs(a, "dilation")} if "dilation" in a else {}
+        if "count_include_pad" in a:
+            extra["count_include_pad"] = int(a["count_include_pad"])
+        w.node(op_type, ins, [out], node.meta, kernel_shape=_pairs(a, "kernel_size"), strides=_pairs(a, "stride"),
+               pads=[ph, pw, ph, pw], **extra)
+    return write
+
+
+def _adaptive_avg_pool(w: _Writer, node, ins, out):
+    if list(node.attrs["output_size"]) != [1, 1]:
+        raise GraphcError(f"ONNX export: adaptive_avg_pool2d to {tuple(node.attrs['output_size'])} has no ONNX op "
+                          "(only output size 1, GlobalAveragePool)", node.location())
+    w.node("GlobalAveragePool", ins, [out], node.meta)
+
+
+def _shape_data(node) -> list:
+    """The output shape for Reshape: the symbolic batch dim becomes -1 (inferred)."""
+    dims = []
+    for d in node.outputs[0].type.shape:
+        coef, power = dim_poly(d)
+        dims.append(coef if power == 0 else -1)
+    if dims.count(-1) > 1:
+        raise GraphcError(f"ONNX export: the shape {node.outputs[0].type} has more than one batch-dependent dim",
+                          node.location())
+    return dims
+
+
+def _reshape(w: _Writer, node, ins, out):
+    w.node("Reshape", [ins[0], w.constant(np.array(_shape_data(node), np.int64), "shape")], [out], node.meta)
+
+
+def _flatten(w: _Writer, node, ins, out):
+    rank = node.inputs[0].type.rank
+    start, end = node.attrs["start_dim"] % max(rank, 1), node.attrs["end_dim"] % max(rank, 1)
+    if end == rank - 1 and rank > 0:
+        w.node("Flatten", ins, [out], node.meta, axis=start)
+    else:
+        _reshape(w, node, ins, out)
+
+
+def _softmax(op_type):
+    def write(w: _Writer, node, ins, out):
+        w.node(op_type, ins, [out], node.meta, axis=int(node.attrs["dim"]))
+    return write
+
+
+def _hardtanh(w: _Writer, node, ins, out):
+    dtype = node.inputs[0].type.dtype.numpy
+    low = w.constant(np.array(node.attrs["min_val"], dtype), "min")
+    high = w.constant(np.array(node.attrs["max_val"], dtype), "max")
+    w.node("Clip", [ins[0], low, high], [out], node.meta)
+
+
+def _batch_norm(w: _Writer, node, ins, out):
+    w.node("BatchNormalization", ins, [out], node.meta, epsilon=float(node.attrs["eps"]))
+
+
+def _cast(w: _Writer, node, ins, out):
+    w.node("Cast", ins, [out], node.meta, to=_ELEMENT_TYPES[DType[node.attrs["dtype"]]])
+
+
+def _simple(op_type, **fixed):
+    def write(w: _Writer, node, ins, out):
+        w.node(op_type, ins, [out], node.meta, **fixed)
+    return write
+
+
+def _leaky_relu(w: _Writer, node, ins, out):
+    w.node("LeakyRelu", ins, [out], node.meta, alpha=float(node.attrs["negative_slope"]))
+
+
+WRITERS = {
+    "linear": _gemm, "linear_relu": lambda w, n, i, o: _gemm(w, n, i, o, relu=True),
+    "conv2d": _conv, "conv2d_relu": lambda w, n, i, o: _conv(w, n, i, o, relu=True),
+    "matmul": _simple("MatMul"), "max_pool2d": _pool("MaxPool"), "avg_pool2d": _pool("AveragePool"),
+    "adaptive_avg_pool2d": _adaptive_avg_pool, "reshape": _reshape, "flatten": _flatten,
+    "permute": lambda w, n, i, o: w.node("Transpose", i, [o], n.meta, perm=[int(p) for p in n.attrs["perm"]]),
+    "concat": lambda w, n, i, o: w.node("Concat", i, [o], n.meta, axis=int(n.attrs["dim"])),
+    "softmax": _softmax("Softmax"), "log_softmax": _softmax("LogSoftmax"), "hardtanh": _hardtanh,
+    "batch_norm": _batch_norm, "cast": _cast, "leaky_relu": _leaky_relu,
+    "relu": _simple("Relu"), "sigmoid": _simple("Sigmoid"), "tanh": _simple("Tanh"), "exp": _simple("Exp"),
+    "log": _simple("Log"), "sqrt": _simple("Sqrt"), "neg": _simple("Neg"), "abs": _simple("Abs"),
+    "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"), "div": _simple("Div"),
+    "pow": _simple("Pow"), "where": _simple("Where"), "eq": _simple("Equal"), "lt": _simple("Less"),
+    "gt": _simple("Greater"), "le": _simple("LessOrEqual"), "ge": _simple("GreaterOrEqual"),
+    "stop_gradient": _simple("Identity"),
+}
+
+
+def _value_info(onnx, value, name: str):
+    dims = []
+    for d in value.type.shape:
+        coef, power = dim_poly(d)
+        dims.append(coef if power == 0 else str(d))  # the batch dim (N, or N*128) is a named dim
+    return onnx.helper.make_tensor_value_info(name, _ELEMENT_TYPES[value.type.dtype], dims)
+
+
+def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
+    """An ``onnx.ModelProto`` for a frozen inference ``graph`` (no state, no updates)."""
+    onnx = onnx_module()
+    if opset not in OPSETS:
+        raise GraphcError(f"ONNX export: opset {opset} is not supported; graphc writes opsets "
+                          f"{OPSETS.start}-{OPSETS.stop - 1}")
+    if graph.state or graph.updates:
+        raise GraphcError("ONNX export takes a frozen inference graph (gc.export freezes one); this graph has "
+                          f"state {sorted(graph.state)[:3]} or updates")
+    w = _Writer(onnx, graph)
+    for name, value in graph.constants.items():
+        w.names[id(value)] = name
+        w.initializers.append(onnx.numpy_helper.from_array(np.ascontiguousarray(graph.constant_data[name]), name))
+    for node in graph.nodes:
+        writer = WRITERS.get(node.op)
+        if writer is None:
+            raise GraphcError(f"ONNX export: graphc op {node.op!r} has no ONNX form yet", node.location())
+        if len(node.outputs) != 1:
+            raise GraphcError(f"ONNX export: {node.op!r} with {len(node.outputs)} outputs", node.location())
+        for value in node.outputs:
+            w.names[id(value)] = value.name
+        writer(w, node, [w.name(v) for v in node.inputs], w.name(node.outputs[0]))
+    outputs, names = [], []
+    for value, out_name in zip(graph.outputs, graph.output_names or [v.name for v in graph.outputs]):
+        if w.name(value) != out_name:  # outputs carry the plan's output names
+            w.node("Identity", [w.name(value)], [out_name], {})
+        outputs.append(_value_info(onnx, value, out_name))
+        names.append(out_name)
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph(w.nodes, graph.name, [_value_info(onnx, v, v.name) for v in graph.inputs], outputs,
+                               w.initializers),
+        opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="graphc")
+    return model
+
+
+def save_onnx(plan, path, opset: int = DEFAULT_OPSET) -> None:
+    """Write ``plan``'s graph to ``path`` as ONNX (checked by ``onnx.checker`` first)."""
+    onnx = onnx_module()
+    model = graph_to_onnx(plan.graph, opset)
+    onnx.checker.check_model(model, full_check=True)
+    try:
+        with open(os.fspath(path), "wb") as f:
+            f.write(model.SerializeToString())
+    except OSError as e:
+        raise GraphcError(f"cannot write {os.fspath(path)}: {e.strerror or e}") from None

@@ -1,0 +1,137 @@
+"""ONNX export (``gc.export(model, inputs, "m.onnx")``): checked by onnx's own checker, default
+domain only, run by onnxruntime (when installed; CI installs it) to graphc's outputs.
+
+Tolerance: onnxruntime's kernels (MLAS GEMMs, its own convolutions, its BN folding) add in
+another order than numpy/OpenBLAS: float32 results agree to 1e-5 of the output's scale.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib.util
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc import nn
+from test_pytorch_models import BUILDERS, eval_setup
+
+onnx = pytest.importorskip("onnx", reason="the onnx extra is part of the test extra; pip install 'graphc[onnx]'")
+HAVE_ORT = importlib.util.find_spec("onnxruntime") is not None
+RTOL = 1e-5  # module docstring
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return (self.conv2(self.bn1(self.conv1(x)).relu()) + x).relu()
+
+
+def families():
+    gc.manual_seed(0)
+    return {
+        "mlp": (nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)), (4, 8)),
+        "cnn_bn": (nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Conv2d(4, 6, 3), nn.ReLU6(), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1),
+                                 nn.Flatten(), nn.Linear(6, 3)), (2, 1, 10, 10)),
+        "residual": (nn.Sequential(Residual(), nn.Flatten(), nn.Linear(4 * 6 * 6, 2)), (2, 4, 6, 6)),
+        "sigmoid_tanh": (nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Sigmoid(), nn.LeakyReLU(0.2),
+                                       nn.Linear(8, 5), nn.LogSoftmax(dim=1)), (4, 8)),
+    }
+
+
+def perturb_bn(model, rng):
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            c = module.num_features
+            module.running_mean.data = rng.standard_normal(c).astype(np.float32)
+            module.running_var.data = rng.uniform(0.5, 2.0, c).astype(np.float32)
+
+
+def exported(name, tmp_path):
+    """``(plan, onnx path, example input)`` for a model family or a PyTorch-idiom model file."""
+    if name in BUILDERS:
+        model, _, x = eval_setup(name)
+    else:
+        model, shape = families()[name]
+        perturb_bn(model, np.random.default_rng(1))
+        x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    path = tmp_path / f"{name}.onnx"
+    return gc.export(model, (x,), path), path, x
+
+
+NAMES = ["mlp", "cnn_bn", "residual", "sigmoid_tanh", "resnet", "mobilenetv2", "mnist"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_export_passes_the_full_checker_in_the_default_domain(name, tmp_path):
+    plan, path, _ = exported(name, tmp_path)
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    assert {n.domain for n in model.graph.node} == {""}
+    assert [o.version for o in model.opset_import if o.domain == ""] == [17]
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "N"  # the batch dim is dynamic
+    assert {i.name for i in model.graph.initializer} >= set(plan.graph.constants)  # weights as initializers
+    fused = {"linear_relu", "conv2d_relu"} & {n.op for n in plan.graph.nodes}
+    assert not fused or "Relu" in {n.op_type for n in model.graph.node}  # fused ops written back as parts
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.skipif(not HAVE_ORT, reason="onnxruntime is not installed (CI installs it)")
+def test_onnxruntime_runs_the_export_to_graphcs_outputs(name, tmp_path):
+    import onnxruntime
+
+    plan, path, x = exported(name, tmp_path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    for batch in (1, x.shape[0], 3 * x.shape[0] + 1):
+        xb = rng.standard_normal((batch, *x.shape[1:])).astype(np.float32)
+        want = np.asarray(plan(xb))
+        got = session.run(None, {"x": xb})[0]
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL * scale, err_msg=f"batch {batch}")
+
+
+def test_node_names_carry_module_paths_and_doc_strings_source_lines(tmp_path):
+    _, path, _ = exported("residual", tmp_path)
+    nodes = onnx.load(str(path)).graph.node
+    conv = [n for n in nodes if n.op_type == "Conv"]
+    assert conv[0].name.startswith("0.conv1") and conv[1].name.startswith("0.conv2")
+    assert all(n.doc_string.startswith("test_onnx_export.py:") for n in conv)
+
+
+def test_export_of_a_saved_inference_plan_and_opset(tmp_path):
+    plan, _, x = exported("mlp", tmp_path)
+    gc.export(plan, None, tmp_path / "again.onnx", opset=13)
+    model = onnx.load(str(tmp_path / "again.onnx"))
+    assert [o.version for o in model.opset_import] == [13]
+    with pytest.raises(gc.GraphcError, match="opset 30 is not supported"):
+        gc.export(plan, None, tmp_path / "bad.onnx", opset=30)
+    with pytest.raises(gc.GraphcError, match="opset applies to ONNX files"):
+        gc.export(nn.Linear(2, 2), (np.zeros((1, 2), np.float32),), tmp_path / "m.graphc", opset=17)
+
+
+def test_ops_without_an_onnx_form_are_refused_naming_the_op_and_line(tmp_path):
+    model = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+    with pytest.raises(gc.GraphcError, match=r"'gelu'|'erf'|has no ONNX form") as info:
+        gc.export(model, (np.zeros((2, 4), np.float32),), tmp_path / "g.onnx")
+    assert "test_onnx_export.py" in str(info.value) or "GELU" in str(info.value)
+    assert not (tmp_path / "g.onnx").exists()
+
+
+def test_missing_onnx_package_names_the_extra(monkeypatch, tmp_path):
+    real_import = builtins.__import__
+
+    def no_onnx(name, *args, **kwargs):
+        if name == "onnx" or name.startswith("onnx."):
+            raise ImportError("No module named 'onnx'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    with pytest.raises(gc.GraphcError, match=r"pip install 'graphc\[onnx\]'"):
+        gc.export(nn.Linear(2, 2), (np.zeros((1, 2), np.float32),), tmp_path / "m.onnx")
