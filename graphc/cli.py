@@ -182,6 +182,19 @@ def _viz(args) -> int:
     return 0
 
 
+def _convert(args) -> int:
+    from .compile import export, load
+
+    if not args.output.lower().endswith(".onnx"):
+        raise GraphcError(f"{args.output}: `graphc convert` writes ONNX files (a path ending in .onnx)")
+    plan = load(args.file)
+    if plan.kind != "inference":
+        raise GraphcError(f"{args.file} is a training plan; convert an inference plan (gc.export)")
+    export(plan, None, args.output, opset=args.opset)
+    print(f"wrote {args.output}")
+    return 0
+
+
 def at_least(option: str, minimum: int):
     """argparse ``type=`` for a whole-number option of at least ``minimum``. It raises
     GraphcError, which argparse lets through, so main() prints one line naming the option and
@@ -231,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="output path; the extension picks the format: .svg, .html, .dot or .txt")
     viz.add_argument("--collapse", action="store_true", help="draw each top-level module as one node")
     viz.set_defaults(func=_viz)
+    convert = sub.add_parser("convert", help="write a saved inference plan as ONNX (needs the onnx extra)")
+    convert.add_argument("file", help="an inference plan file (gc.export)")
+    convert.add_argument("output", help="the ONNX file to write (.onnx)")
+    convert.add_argument("--opset", type=at_least("--opset", 13), default=17, help="ONNX opset (default: %(default)s)")
+    convert.set_defaults(func=_convert)
     return parser
 
 

@@ -135,3 +135,17 @@ def test_missing_onnx_package_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", no_onnx)
     with pytest.raises(gc.GraphcError, match=r"pip install 'graphc\[onnx\]'"):
         gc.export(nn.Linear(2, 2), (np.zeros((1, 2), np.float32),), tmp_path / "m.onnx")
+
+
+def test_cli_convert_writes_an_onnx_file_from_a_saved_plan(tmp_path):
+    import subprocess
+    import sys
+
+    plan, _, x = exported("cnn_bn", tmp_path)
+    plan.save(tmp_path / "m.graphc")
+    cmd = [sys.executable, "-m", "graphc", "convert", str(tmp_path / "m.graphc"), str(tmp_path / "c.onnx")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    onnx.checker.check_model(onnx.load(str(tmp_path / "c.onnx")), full_check=True)
+    bad = subprocess.run(cmd[:-1] + [str(tmp_path / "c.txt")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "ending in .onnx" in bad.stderr
