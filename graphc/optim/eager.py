@@ -35,21 +35,12 @@ class EagerUpdate:
         start, as PyTorch's constructor makes them, with the step count at 0."""
         import numpy as np
 
-        params = iter(zip(self.params(), self.names))
-        for group in self.optimizer.param_groups:
-            fills = self.optimizer.initial_state(group)
-            for p, name in [next(params) for _ in group["params"]]:
-                for slot, value in fills.items():
-                    xp = backend_of(p.array).xp
-                    self.state[f"optim.{name}.{slot}"] = xp.full(p.array.shape, value, p.array.dtype)
-                if fills:
-                    self.state[f"optim.{name}.step"] = np.zeros((), np.int64)
-
-    def params(self) -> list:
-        return [p for group in self.optimizer.param_groups for p in group["params"]]
+        for key, p, value in self.optimizer.initial_slots(self.names):
+            self.state[key] = backend_of(p.array).xp.full(p.array.shape, value, p.array.dtype)
+            self.state[key.rsplit(".", 1)[0] + ".step"] = np.zeros((), np.int64)
 
     def step(self) -> None:
-        params = self.params()
+        params = self.optimizer.params()
         has_grad = tuple(p.grad is not None for p in params)
         if not any(has_grad):
             raise GraphcError(f"{type(self.optimizer).__name__}.step(): no parameter has a gradient; call "
@@ -90,16 +81,7 @@ class EagerUpdate:
                     param_groups=self.optimizer.param_groups)
         new = [k for k in plan.state if k.startswith("optim.") and k not in self.state]
         self.state.update({k: plan.state[k] for k in new})
-        self._fill_initial(new)
+        for key, _, value in self.optimizer.initial_slots(self.names):  # slots first made here
+            if key in new:
+                self.state[key][...] = value
         return plan
-
-    def _fill_initial(self, new_keys) -> None:
-        """Slots that do not start at zero (Adagrad's ``sum``), when first made."""
-        names = iter(self.names)
-        for group in self.optimizer.param_groups:
-            fills = self.optimizer.initial_state(group)
-            for name in [next(names) for _ in group["params"]]:
-                for slot, value in fills.items():
-                    key = f"optim.{name}.{slot}"
-                    if key in new_keys:
-                        self.state[key][...] = value

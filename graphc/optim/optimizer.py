@@ -54,6 +54,16 @@ class Optimizer:
         """``{slot: value}`` for optimizer state that does not start at zero (Adagrad's ``sum``)."""
         return {}
 
+    def initial_slots(self, names: list):
+        """``(state key, parameter, value)`` for every slot that does not start at zero (Adagrad's
+        ``sum``); ``names`` gives each parameter's state name, in ``param_groups`` order."""
+        params = iter(zip(self.params(), names))
+        for group in self.param_groups:
+            fills = self.initial_state(group)
+            for p, name in [next(params) for _ in group["params"]]:
+                for slot, value in fills.items():
+                    yield f"optim.{name}.{slot}", p, value
+
     def spec(self, names: dict) -> list:
         """The groups as plain data for the optimizer pass (``names``: id(param) -> state name)."""
         out = []
@@ -128,14 +138,9 @@ class Optimizer:
         carried = self._plan_state() if self._eager is not None or self._plan is not None else {}
         self._plan, self._param_names = plan, list(param_names)
         plan.lr_schedulers = self.lr_schedulers  # shared: schedulers built later are saved too
-        names = iter(self._param_names)
-        for group in self.param_groups:
-            fills = self.initial_state(group)
-            for name in (next(names) for _ in group["params"]):
-                for slot, value in fills.items():
-                    array = plan.state.get(f"optim.{name}.{slot}")  # absent for unused parameters
-                    if array is not None:
-                        array[...] = value
+        for key, _, value in self.initial_slots(self._param_names):
+            if key in plan.state:  # absent for unused parameters
+                plan.state[key][...] = value
         self._eager = None  # eager steps from now on share the plan's state
         if carried:  # state of earlier eager steps (or an earlier plan) carries over
             self._load_plan_state(carried, missing_ok=True)
