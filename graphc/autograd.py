@@ -43,13 +43,13 @@ class _GradMode:
 
     enabled: bool | None = None  # the mode inside; None leaves it as it is
 
-    def __new__(cls, func=None):
-        instance = super().__new__(cls)
-        instance._outer = []  # a stack: one decorator instance may be entered recursively
-        return instance if func is None or not callable(func) else instance(func)
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:  # bare @gc.no_grad: decorate at once
+            return cls()(args[0])
+        return super().__new__(cls)
 
-    def __init__(self, func=None):
-        pass
+    def __init__(self):
+        self._outer = []  # a stack: one decorator instance may be entered recursively
 
     def __enter__(self):
         self._outer.append(is_grad_enabled())
@@ -102,14 +102,10 @@ class inference_mode(_GradMode):
 
     enabled = False
 
-    def __new__(cls, mode=True):
-        instance = super().__new__(cls, mode if callable(mode) else None)  # bare @inference_mode: no_grad
-        if not callable(mode) and not mode:
-            instance.enabled = None  # inference_mode(False) changes nothing
-        return instance
-
     def __init__(self, mode=True):
-        pass
+        super().__init__()
+        if not mode:
+            self.enabled = None  # inference_mode(False) changes nothing
 
 
 class set_grad_enabled(_GradMode):
@@ -123,15 +119,10 @@ class set_grad_enabled(_GradMode):
     False
     """
 
-    def __new__(cls, mode: bool = True):
-        instance = super().__new__(cls)
-        instance.enabled = bool(mode)
-        instance._before = is_grad_enabled()
-        _mode.enabled = instance.enabled
-        return instance
-
     def __init__(self, mode: bool = True):
-        pass
+        super().__init__()
+        self.enabled, self._before = bool(mode), is_grad_enabled()
+        _mode.enabled = self.enabled
 
     def __enter__(self):
         if self._before is None:

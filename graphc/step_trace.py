@@ -15,6 +15,7 @@ The parameters' eager ``.grad`` values are put back afterwards: tracing changes 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import types
@@ -54,10 +55,8 @@ def discover_models(fn) -> dict:
     elif bound is not None:
         names.update((k, v) for k, v in vars(bound).items() if isinstance(v, Module))
     for name, cell in zip(code.co_freevars, func.__closure__ or ()):
-        try:
+        with contextlib.suppress(ValueError):  # a closure variable not assigned yet has no contents
             names[name] = cell.cell_contents
-        except ValueError:  # a closure variable not assigned yet
-            pass
     module_globals = getattr(func, "__globals__", {})
     for name in _names_used(code):
         if name in module_globals and name not in names:
