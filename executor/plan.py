@@ -62,6 +62,7 @@ class Plan:
         effects = {get_op(n.op).effects for n in graph.nodes}
         self._guards_rng = {"random", "check"} <= effects
         self._none_outputs = tuple(graph.meta.get("none_outputs", ()))  # the traced function returned None there
+        self._returns_all = graph.meta.get("returns") == "all"  # a compiled step function: what it returned
         self._last_batch = None
         self._expected: dict[int, list] = {}
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
@@ -87,7 +88,7 @@ class Plan:
         outputs = self.run(list(inputs))
         for position in self._none_outputs:
             outputs.insert(position, None)
-        if self.kind == "training" and self.graph.meta.get("returns") != "all":  # all: a traced step function
+        if self.kind == "training" and not self._returns_all:
             loss, model_outputs = outputs[0], outputs[1:]
             if not return_outputs:
                 return loss

@@ -12,7 +12,8 @@ from .dispatch import apply
 from .ir.errors import GraphcError
 from .ir.types import DType
 from .random import generator
-from .tensor import Tensor, shape_args
+from .symint import shape_args
+from .tensor import Tensor
 
 _DEFAULT_FLOAT = np.float32
 

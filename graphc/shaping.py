@@ -11,7 +11,7 @@ from .dispatch import apply
 from .ir.errors import GraphcError, TraceError
 from .ir.types import is_static
 from .surface import torchsymbol
-from .tensor import SymInt, dims_attr, shape_args
+from .symint import SymInt, dims_attr, shape_args
 
 _METHOD_ONLY = dict(top=False, functional=False)
 _METHOD_AND_TOP = dict(functional=False)

@@ -96,7 +96,7 @@ class Tracer:
         return Tensor(_value=value, _tracer=self)
 
     def example_shape(self, ttype: TensorType) -> tuple:
-        from .tensor import SymInt
+        from .symint import SymInt
 
         out = []
         for d in ttype.shape:

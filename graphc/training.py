@@ -62,9 +62,14 @@ def compile_training(model, example_inputs, loss_fn, optimizer, passes="default"
     graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify, check_finite)
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
                 param_groups=optimizer.param_groups, memory_budget=memory_budget)
-    names = {id(t): name for name, t in model.state_dict_tensors().items()}
-    optimizer.attach_plan(plan, [names[id(p)] for group in optimizer.param_groups for p in group["params"]])
+    _attach(optimizer, plan, tracer)
     return plan
+
+
+def _attach(optimizer, plan, tracer) -> None:
+    """The plan holds ``optimizer``'s state, its parameters named as the traced state."""
+    names = {id(t): name for name, t in tracer.state_tensors.items()}
+    optimizer.attach_plan(plan, [names[id(p)] for p in optimizer.params()])
 
 
 def compile_function(fn, example_inputs, passes="default", device="cpu", verify=False, memory_budget=None,
@@ -101,6 +106,5 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
                 kind="training" if optimizer is not None else "inference",
                 param_groups=optimizer.param_groups if optimizer is not None else None, memory_budget=memory_budget)
     if optimizer is not None:
-        names = {id(t): name for name, t in tracer.state_tensors.items()}
-        optimizer.attach_plan(plan, [names[id(p)] for group in optimizer.param_groups for p in group["params"]])
+        _attach(optimizer, plan, tracer)
     return plan
