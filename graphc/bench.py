@@ -183,7 +183,7 @@ def infer_pair(kind: str, batch: int):
     model = build(kind).eval()
     x, _ = data(kind, batch)
     plan = compile_plan(model, example_inputs=(x,))
-    theirs = twin = None
+    theirs = None
     if torch:
         twin = torch_twin(model, kind).eval()
         tx = torch.from_numpy(x)
@@ -191,7 +191,7 @@ def infer_pair(kind: str, batch: int):
         def theirs():
             with torch.no_grad():
                 twin(tx)
-    return (lambda: plan(x)), theirs, ort_pair(twin, x)
+    return (lambda: plan(x)), theirs, ort_pair(model, x)
 
 
 def chain_overhead(steps: int) -> None:

@@ -119,33 +119,30 @@ def print_profile(step, x, y, steps: int = 10, limit: int = 12) -> None:
 
 
 # ---- onnxruntime -------------------------------------------------------------------------------------
-def ort_pair(torch_model, x):
-    """The onnxruntime side of an inference row: a function running ``torch_model`` (the
-    PyTorch twin holding the plan's weights) exported by ``torch.onnx.export`` on ``x``, or None
-    when torch, onnx or onnxruntime is missing. onnxruntime folds BN and fuses Conv+Relu itself
-    (graph optimization level "all"), so this is the deployed-inference peer of the table."""
-    if torch_model is None or any(importlib.util.find_spec(m) is None for m in ("onnx", "onnxruntime")):
+def ort_pair(model, x):
+    """The onnxruntime side of an inference row: ``model`` exported by graphc itself
+    (``gc.export(model, (x,), "m.onnx")``: BN folded, fusions written back as standard ops) and
+    run by onnxruntime on ``x``; None when onnx or onnxruntime is missing."""
+    if ort_status():
         return None
-    import io
-    import warnings
+    import tempfile
 
     import onnxruntime
-    import torch
 
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice
-        warnings.simplefilter("ignore")
-        torch.onnx.export(torch_model, (torch.from_numpy(x),), buffer, dynamo=False, input_names=["x"],
-                          dynamic_axes={"x": {0: "batch"}})
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count() or 1  # as many threads as numpy's BLAS
-    session = onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    from .compile import export
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.onnx")
+        export(model, (x,), path)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1  # as many threads as numpy's BLAS
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     return lambda: session.run(None, {"x": x})
 
 
 def ort_status() -> str:
-    """Why the onnxruntime rows are missing, or '' when they ran."""
-    missing = [m for m in ("torch", "onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+    """Why the onnxruntime rows are missing, or '' when they can run."""
+    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
     if not missing:
         return ""
     return f"onnxruntime rows skipped: {', '.join(missing)} not installed (pip install {' '.join(missing)})"
