@@ -182,14 +182,12 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False, input
         raise GraphcError("element 0 of tensors does not require grad and does not have a grad_fn: the value was "
                           "computed without any tensor that requires grad, or inside gc.no_grad()", where)
     gradient = _seed(tensor, gradient, where)
-    graph, env, leaves, loss = _rebuild(tensor, gradient, where)
-    names = list(leaves)
+    graph, env, leaves, loss, recorded = _rebuild(tensor, gradient, where)
     from .passes.autodiff import autodiff
 
-    forward_count = len(graph.nodes)
-    graph, grads = autodiff(graph, loss, names)
+    graph, grads = autodiff(graph, loss, list(leaves))
     backend = backend_of(tensor.array)
-    for node in graph.nodes[forward_count:]:
+    for node in graph.nodes[recorded:]:  # the seed's nodes (a gradient argument, a sum), then the backward
         arrays = [env[id(v)] if id(v) in env else backend.asarray(graph.constant_data[v.name]) for v in node.inputs]
         for value, array in zip(node.outputs, run_graph_node(node, arrays, backend)):
             env[id(value)] = array
@@ -238,7 +236,8 @@ def _entries(tensor, where) -> list:
 
 def _rebuild(tensor, gradient, where):
     """The recorded computation as a Graph: ``(graph, arrays by value id, {state name: leaf
-    tensor}, the scalar to differentiate)``."""
+    tensor}, the scalar to differentiate, how many nodes were recorded)``; the nodes after
+    those (the seed's) have not run yet."""
     graph = Graph("backward")
     env, values, leaves = {}, {}, {}
     entry_values = {}
@@ -262,10 +261,7 @@ def _rebuild(tensor, gradient, where):
         loss = builder.emit1("mul", [loss, seed])
     if loss.type.shape != ():
         loss = builder.emit1("sum", [loss], {"dims": None, "keepdim": False})
-    for node in graph.nodes[len(entry_values):]:  # the seed's nodes run forward first
-        for value, array in zip(node.outputs, run_graph_node(node, [env[id(v)] for v in node.inputs])):
-            env[id(value)] = array
-    return graph, env, leaves, loss
+    return graph, env, leaves, loss, len(entry_values)
 
 
 def _input_value(graph, t, env, values, leaves, entry_values) -> Value:
