@@ -160,8 +160,10 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
 def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_only=True):
     """Load what ``gc.save``, ``plan.save`` or ``gc.export`` wrote, telling them apart by the
     file's first bytes: a plan file gives a ``Plan`` (it needs no model code), a safetensors
-    file a dict of numpy arrays (for ``model.load_state_dict``). Pickles (``torch.save``
-    files) are refused with the way to convert them: graphc never unpickles.
+    file a dict of numpy arrays (for ``model.load_state_dict``), an ONNX model an inference
+    ``Plan`` (needs the ``onnx`` extra; external data files are refused, never read).
+    Pickles (``torch.save`` files) are refused with the way to convert them: graphc never
+    unpickles.
 
     ``device`` and ``memory_budget`` are the plan's, as in :func:`compile` (a hostile file's
     huge intermediates are refused before they are allocated). ``map_location`` and
@@ -181,6 +183,10 @@ def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_o
     kind = sniff(path)
     if kind == "safetensors":
         return load_safetensors(path)
+    if kind == "onnx" or (kind is None and os.fspath(path).lower().endswith(".onnx")):
+        from .onnx_import import import_onnx
+
+        return import_onnx(path, device, memory_budget)
     if kind in ("pickle", "torch-zip", "zip"):
         refuse(path, kind)
     return _load_plan(path, device, memory_budget)

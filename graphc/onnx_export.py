@@ -35,8 +35,8 @@ _ELEMENT_TYPES = {DType.float32: 1, DType.uint8: 2, DType.int64: 7, DType.bool: 
 class _Writer:
     """Collects ONNX nodes and initializers with unique names while one graph is translated."""
 
-    def __init__(self, onnx, graph):
-        self.onnx, self.graph = onnx, graph
+    def __init__(self, onnx, graph, opset: int):
+        self.onnx, self.graph, self.opset = onnx, graph, opset
         self.nodes, self.initializers = [], []
         self.names = {id(v): v.name for v in graph.inputs}
         self._count = 0
@@ -164,6 +164,75 @@ def _leaky_relu(w: _Writer, node, ins, out):
     w.node("LeakyRelu", ins, [out], node.meta, alpha=float(node.attrs["negative_slope"]))
 
 
+def _reduce(op_type, axes_input_from: int):
+    def write(w: _Writer, node, ins, out):
+        dims, keep = [int(d) for d in node.attrs["dims"]], int(node.attrs["keepdim"])
+        if w.opset >= axes_input_from:  # newer opsets take the axes as an input
+            w.node(op_type, [ins[0], w.constant(np.array(dims, np.int64), "axes")], [out], node.meta, keepdims=keep)
+        else:
+            w.node(op_type, ins, [out], node.meta, axes=dims, keepdims=keep)
+    return write
+
+
+def _squeeze(w: _Writer, meta, source: str, axes: list, out: str) -> None:
+    if w.opset >= 13:
+        w.node("Squeeze", [source, w.constant(np.array(axes, np.int64), "axes")], [out], meta)
+    else:
+        w.node("Squeeze", [source], [out], meta, axes=axes)
+
+
+_INT64_MAX, _INT64_MIN = 2**63 - 1, -2**63
+
+
+def _slice(w: _Writer, node, ins, out):
+    starts, ends, axes, steps = [], [], [], []
+    drop = [int(d) for d in node.attrs["drop"]]
+    for axis, (start, stop, step) in enumerate(node.attrs["slices"]):
+        if axis in drop:  # an integer index: a one-element slice, squeezed below
+            start, stop, step = start, (start + 1) or _INT64_MAX, 1
+        elif (start, stop, step) in ((None, None, 1), (0, None, 1)):
+            continue
+        starts.append(start if start is not None else (0 if step > 0 else _INT64_MAX))
+        ends.append(stop if stop is not None else (_INT64_MAX if step > 0 else _INT64_MIN))
+        axes.append(axis)
+        steps.append(step)
+    sliced = w.fresh("slice") if drop else out
+    arrays = [w.constant(np.array(v, np.int64), name) for v, name in
+              ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))]
+    w.node("Slice", [ins[0], *arrays], [sliced], node.meta)
+    if drop:
+        _squeeze(w, node.meta, sliced, drop, out)
+
+
+def _rsqrt(w: _Writer, node, ins, out):
+    root = w.fresh("sqrt")
+    w.node("Sqrt", ins, [root], node.meta)
+    w.node("Reciprocal", [root], [out], node.meta)
+
+
+def _log1p(w: _Writer, node, ins, out):
+    shifted = w.fresh("plus_one")
+    one = w.constant(np.array(1, node.inputs[0].type.dtype.numpy), "one")
+    w.node("Add", [ins[0], one], [shifted], node.meta)
+    w.node("Log", [shifted], [out], node.meta)
+
+
+def _ne(w: _Writer, node, ins, out):
+    equal = w.fresh("equal")
+    w.node("Equal", ins, [equal], node.meta)
+    w.node("Not", [equal], [out], node.meta)
+
+
+def _broadcast_to(w: _Writer, node, ins, out):
+    # Expand broadcasts both ways: a 1 keeps the input's dim, which is how the batch dim is written
+    shape = [d if isinstance(d, int) else 1 for d in node.attrs["shape"]]
+    w.node("Expand", [ins[0], w.constant(np.array(shape, np.int64), "shape")], [out], node.meta)
+
+
+def _argmax(w: _Writer, node, ins, out):
+    w.node("ArgMax", ins, [out], node.meta, axis=int(node.attrs["dim"]), keepdims=int(node.attrs["keepdim"]))
+
+
 WRITERS = {
     "linear": _gemm, "linear_relu": lambda w, n, i, o: _gemm(w, n, i, o, relu=True),
     "conv2d": _conv, "conv2d_relu": lambda w, n, i, o: _conv(w, n, i, o, relu=True),
@@ -178,7 +247,11 @@ WRITERS = {
     "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"), "div": _simple("Div"),
     "pow": _simple("Pow"), "where": _simple("Where"), "eq": _simple("Equal"), "lt": _simple("Less"),
     "gt": _simple("Greater"), "le": _simple("LessOrEqual"), "ge": _simple("GreaterOrEqual"),
-    "stop_gradient": _simple("Identity"),
+    "stop_gradient": _simple("Identity"), "erf": _simple("Erf"),
+    "sign": _simple("Sign"), "maximum": _simple("Max"), "minimum": _simple("Min"), "logical_not": _simple("Not"),
+    "ne": _ne, "rsqrt": _rsqrt, "log1p": _log1p, "mean": _reduce("ReduceMean", 18), "sum": _reduce("ReduceSum", 13),
+    "max": _reduce("ReduceMax", 18), "slice": _slice, "broadcast_to": _broadcast_to, "argmax": _argmax,
+    "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta),
 }
 
 
@@ -199,7 +272,7 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
     if graph.state or graph.updates:
         raise GraphcError("ONNX export takes a frozen inference graph (gc.export freezes one); this graph has "
                           f"state {sorted(graph.state)[:3]} or updates")
-    w = _Writer(onnx, graph)
+    w = _Writer(onnx, graph, opset)
     for name, value in graph.constants.items():
         w.names[id(value)] = name
         w.initializers.append(onnx.numpy_helper.from_array(np.ascontiguousarray(graph.constant_data[name]), name))

@@ -21,6 +21,9 @@ from .ir.errors import GraphcError
 
 EXTRA = "pip install 'graphc[safetensors]'"
 PLAN_MAGIC = b"graphc-plan"
+# The tags of ModelProto fields that follow ir_version (field 1, tag 0x08) in a serialized model:
+# producer_name, producer_version, domain, model_version, doc_string, graph, opset_import.
+ONNX_SECOND_FIELDS = {0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42}
 SNIFF_BYTES = 512  # enough for the plan's magic and a zip's first member name
 MAX_HEADER = 100_000_000  # the safetensors library's own limit on the JSON header
 # Dtypes a safetensors file may hold that numpy has no type for: say so before the library does.
@@ -111,7 +114,7 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 # ---- loading ----------------------------------------------------------------------------------
 def sniff(path) -> str | None:
-    """What a file is by its first bytes: ``"plan"``, ``"safetensors"``, ``"pickle"``,
+    """What a file is by its first bytes: ``"plan"``, ``"safetensors"``, ``"onnx"``, ``"pickle"``,
     ``"torch-zip"``, ``"zip"``, or None (unknown, or unreadable: the plan loader then reports it).
 
     >>> import os, tempfile
@@ -132,6 +135,8 @@ def sniff(path) -> str | None:
         return "safetensors"
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "pickle"
+    if len(head) >= 3 and head[0] == 0x08 and head[1] < 0x40 and head[2] in ONNX_SECOND_FIELDS:
+        return "onnx"  # a ModelProto: ir_version first, then another of its fields
     if head[:4] == b"PK\x03\x04":
         return "torch-zip" if b"data.pkl" in head or b".pkl" in head else "zip"
     return None

@@ -12,6 +12,7 @@ names keeps the named ones). Every pass records its name and node counts in
   since ``optimizer.step()`` recorded the update while tracing
 - export: freeze (parameters become constants) -> fold_bn -> fold_constants -> cse -> dce ->
   fusions
+- import (an ONNX model): export without freeze, since its weights are constants already
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ PIPELINES = {
     "step": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("autodiff", True),
              Step("guard_finite", True), Step("cse"), Step("dce")],
     "export": [Step("freeze", True), Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
+    # an imported ONNX model: already frozen (its weights are constants)
+    "import": [Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
 }
 OPTIONAL = {s.name for steps in PIPELINES.values() for s in steps if not s.required}
 INFERENCE_DEFAULT = [s.name for s in PIPELINES["inference"]]

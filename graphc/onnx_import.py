@@ -1,0 +1,287 @@
+"""ONNX import: an ONNX model file as a graphc inference plan.
+
+The file is read once, size-checked before the protobuf is parsed, and every tensor in it is
+checked before it becomes an array: external data (a path the file names, the ONNX
+path-traversal CVE class) is refused whatever the path, and a tensor whose declared size
+does not match the bytes it carries is refused before anything is allocated. Nothing else is
+ever opened. Each ONNX node then becomes graphc ops through its reader in
+``onnx_readers.READERS``; shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) is
+evaluated while importing, so the plan holds only tensor ops. The usual inference passes
+then run (BN folding, constant folding, the Linear/Conv + ReLU fusions).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+
+import numpy as np
+
+from .ir.builder import Builder
+from .ir.errors import GraphcError, PlanFormatError, show
+from .ir.graph import Graph, Value, describe_location
+from .ir.types import BATCH, DType, TensorType
+from .onnx_export import onnx_module
+
+IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
+MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
+_NUMPY_DTYPES = {1: np.float32, 2: np.uint8, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
+_STATIC_ONLY_DTYPES = {6: np.int32, 3: np.int8, 5: np.int16}  # fine for shapes and indices, never as tensors
+_TYPED_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 5: "int32_data", 6: "int32_data",
+                 7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data"}
+
+
+def import_onnx(path, device: str = "cpu", memory_budget=None):
+    """The inference ``Plan`` for the ONNX model at ``path`` (what ``gc.load`` returns for it)."""
+    from .compile import Plan, next_seed, run_graph_node
+    from .passes.manager import run_pipeline
+
+    where = os.fspath(path)
+    model = read_model(where, memory_budget)
+    graph = ModelReader(model, os.path.basename(where)).to_graph()
+    graph = run_pipeline(graph, "import", "default", run_graph_node)
+    return Plan(graph, {}, device=device, seed=next_seed(), kind="inference", memory_budget=memory_budget)
+
+
+def read_model(where: str, memory_budget=None):
+    """Parse and check the ModelProto in ``where`` without touching any other file."""
+    onnx = onnx_module()
+    try:
+        size = os.stat(where).st_size
+        limit = min(MAX_FILE_BYTES, memory_budget or MAX_FILE_BYTES)
+        if size > limit:
+            raise PlanFormatError(f"{where}: the ONNX file is {size} bytes, over the {limit}-byte limit for one "
+                                  "model (protobuf's own limit, or the memory budget)")
+        with open(where, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise GraphcError(f"cannot read {where}: {e.strerror or e}") from None
+    try:
+        model = onnx.ModelProto.FromString(data)
+    except Exception as e:  # protobuf's DecodeError: the bytes are not a ModelProto
+        raise PlanFormatError(f"{where} is not a valid ONNX model ({type(e).__name__}: {e})") from None
+    if not model.HasField("graph"):
+        raise PlanFormatError(f"{where} is not an ONNX model: it has no graph")
+    _check_structure(model, where)
+    return model
+
+
+def _check_structure(model, where: str) -> None:
+    """Refuse what graphc will not read: external data, sparse tensors, local functions,
+    other domains' opsets, opsets outside IMPORT_OPSETS."""
+    if model.functions:
+        raise GraphcError(f"{where}: model-local functions ({model.functions[0].name!r}, ...) are not supported")
+    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    version = opsets.get("ai.onnx")
+    if version not in IMPORT_OPSETS:
+        raise GraphcError(f"{where}: ONNX opset {version} is not supported; graphc imports default-domain opsets "
+                          f"{IMPORT_OPSETS.start}-{IMPORT_OPSETS.stop - 1}")
+    if model.graph.sparse_initializer:
+        raise GraphcError(f"{where}: sparse initializers are not supported")
+    for tensor in model.graph.initializer:
+        check_tensor(tensor, where, f"initializer {show(tensor.name)}")
+
+
+def check_tensor(tensor, where: str, what: str) -> None:
+    """A tensor's data must be inside the file and exactly as large as its dims say."""
+    if tensor.data_location == 1 or tensor.external_data:  # TensorProto.EXTERNAL
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "?")
+        raise GraphcError(f"{where}: {what} keeps its data in another file ({location!r}); graphc never reads "
+                          "files an ONNX model names (save the model with its data inside it)")
+    dtype = _NUMPY_DTYPES.get(tensor.data_type) or _STATIC_ONLY_DTYPES.get(tensor.data_type)
+    if dtype is None:
+        raise GraphcError(f"{where}: {what} has ONNX element type {tensor.data_type}, which graphc cannot hold")
+    if any(d < 0 for d in tensor.dims):
+        raise GraphcError(f"{where}: {what} declares negative dims {list(tensor.dims)}")
+    count = int(np.prod(tensor.dims, dtype=object)) if tensor.dims else 1
+    if tensor.HasField("raw_data"):
+        have, want = len(tensor.raw_data), count * np.dtype(dtype).itemsize
+    else:
+        have, want = len(getattr(tensor, _TYPED_FIELDS[tensor.data_type])), count
+        if tensor.data_type == 10:  # float16 values are packed one per int32
+            want = count
+    if have != want:
+        raise GraphcError(f"{where}: {what} declares shape {list(tensor.dims)} ({want} "
+                          f"{'bytes' if tensor.HasField('raw_data') else 'values'}) but holds {have}")
+
+
+def tensor_array(onnx, tensor, where: str, what: str) -> np.ndarray:
+    """The checked numpy array of a TensorProto (never reads external data: refused first)."""
+    check_tensor(tensor, where, what)
+    return np.array(onnx.numpy_helper.to_array(tensor))  # a writable copy
+
+
+def _as_known(x):
+    """A reader's output in one of two forms: a graph Value, or a numpy array. A shape holding
+    the batch dim is an object array of ints and ``"N"`` (never numpy's fixed-width strings,
+    which would turn the ints it is concatenated with into strings too); one without is int64."""
+    if isinstance(x, Value):
+        return x
+    array = np.asarray(x)
+    if array.dtype.kind == "U":
+        array = array.astype(object)
+    if array.dtype == object and not any(isinstance(d, str) for d in array.reshape(-1).tolist()):
+        array = array.astype(np.int64)
+    return array
+
+
+def _clean_name(name: str, fallback: str) -> str:
+    """ONNX names may hold any characters (``onnx::Conv_12``, ``/conv1/Conv_output_0``);
+    graphc value names keep letters, digits, ``.`` and ``_``."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.]+", "_", name).strip("_")
+    return cleaned or fallback
+
+
+class ModelReader:
+    """Translates one ONNX graph into an ``ir.Graph``, node by node, in file order."""
+
+    def __init__(self, model, filename: str):
+        self.onnx = onnx_module()
+        self.model, self.where = model, filename
+        self.opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+        self.graph = Graph(_clean_name(model.graph.name, "onnx_model"))
+        self.builder = Builder(self.graph)
+        self.env: dict = {}  # ONNX value name -> graph Value or np.ndarray (known while importing)
+        self.array_names: dict = {}  # id(array) -> (array, the initializer's name): constants keep it
+        self.producers: dict = {}  # id(Value) -> the node that computed it
+        self.uses = collections.Counter(name for n in model.graph.node for name in n.input)
+        self.uses.update(o.name for o in model.graph.output)
+        self.constants: dict = {}  # id(array) -> (array, its graph constant), made once however often it is used
+        self.node = None
+        self.meta: dict = {}
+        self.graphc_made = model.producer_name == "graphc"
+
+    # ---- the graph's edges -------------------------------------------------------------
+    def to_graph(self) -> Graph:
+        onnx_graph = self.model.graph
+        for tensor in onnx_graph.initializer:
+            array = tensor_array(self.onnx, tensor, self.where, f"initializer {show(tensor.name)}")
+            self.env[tensor.name] = array
+            self.array_names[id(array)] = (array, tensor.name)
+        for info in onnx_graph.input:
+            if info.name not in self.env:  # old files list initializers as inputs too
+                self._add_input(info)
+        from .onnx_readers import READERS
+
+        for index, node in enumerate(onnx_graph.node):
+            self._read_node(READERS, index, node)
+        names = []
+        for info in onnx_graph.output:
+            if info.name not in self.env:
+                raise GraphcError(f"{self.where}: graph output {info.name!r} is not computed by any node")
+            self.graph.outputs.append(self.value(self.env[info.name]))
+            names.append(_clean_name(info.name, f"output{len(names)}"))
+        self.graph.output_names = names
+        return self.graph
+
+    def _add_input(self, info) -> None:
+        kind = info.type.WhichOneof("value")
+        tensor_type = info.type.tensor_type
+        if kind != "tensor_type" or tensor_type.elem_type not in _NUMPY_DTYPES:
+            raise GraphcError(f"{self.where}: input {info.name!r} is not a tensor of a dtype graphc holds "
+                              f"({kind}, element type {tensor_type.elem_type})")
+        dims = []
+        for axis, dim in enumerate(tensor_type.shape.dim):
+            if dim.HasField("dim_value"):
+                dims.append(int(dim.dim_value))
+            elif axis == 0:  # a named or unknown leading dim is the batch
+                dims.append(BATCH)
+            else:
+                raise GraphcError(f"{self.where}: input {info.name!r} has a dynamic dim {axis} "
+                                  f"({dim.dim_param or 'unnamed'}); graphc plans have one dynamic dim, the leading "
+                                  "batch dim")
+        dtype = DType.from_any(np.dtype(_NUMPY_DTYPES[tensor_type.elem_type]))
+        name = self.graph.unique_name(_clean_name(info.name, "input"))
+        self.env[info.name] = self.graph.add_input(Value(name, TensorType(tuple(dims), dtype)))
+        self.builder.reserve(name)
+
+    # ---- one node ----------------------------------------------------------------------
+    def _read_node(self, readers: dict, index: int, node) -> None:
+        self.node = node
+        label = node.name or f"{node.op_type}_{index}"
+        source = node.doc_string if self.graphc_made and node.doc_string else f"{self.where} node {index}"
+        module = re.sub(r"__\d+$", "", label) if self.graphc_made else label  # the export's unique suffix
+        self.meta = {"module": module, "module_type": node.op_type, "source": source}
+        if node.domain not in ("", "ai.onnx"):
+            raise self.error(f"op {show(node.op_type)} of domain {show(node.domain)} is not supported (graphc "
+                             "imports the default ONNX domain)")
+        reader = readers.get(node.op_type)
+        if reader is None:
+            raise self.error(f"ONNX op {show(node.op_type)} is not supported by graphc's importer")
+        args = [self.env[name] if name else None for name in self._known_inputs(node)]
+        try:
+            outputs = reader(self, args)
+        except GraphcError as e:
+            raise e.located(describe_location(self.meta)) from None
+        used = [name for name in node.output if name]
+        if len(used) > len(outputs) or any(not name for name in node.output[:len(outputs)]):
+            raise self.error(f"{node.op_type} with outputs {list(node.output)}: graphc computes only the first "
+                             f"{len(outputs)}")
+        for name, out in zip(node.output, outputs):
+            self.env[name] = _as_known(out)
+
+    def _known_inputs(self, node) -> list:
+        for name in node.input:
+            if name and name not in self.env:
+                raise self.error(f"input {name!r} is used before any node computes it")
+        return list(node.input)
+
+    def error(self, message: str) -> GraphcError:
+        return GraphcError(f"{self.where}: {message}", describe_location(self.meta))
+
+    # ---- helpers for readers -----------------------------------------------------------
+    def attrs(self) -> dict:
+        """The node's attributes as Python values (strings decoded, tensors as arrays)."""
+        out = {}
+        for attr in self.node.attribute:
+            if attr.type in (5, 10):  # GRAPH, GRAPHS: no supported op takes a subgraph
+                raise self.error(f"attribute {attr.name!r} holds a subgraph, which graphc does not import")
+            if attr.type in (4, 9):  # TENSOR, TENSORS
+                tensors = [attr.t] if attr.type == 4 else list(attr.tensors)
+                arrays = [tensor_array(self.onnx, t, self.where, f"attribute {attr.name!r}") for t in tensors]
+                out[attr.name] = arrays[0] if attr.type == 4 else arrays
+                continue
+            if attr.type in (11, 12):  # SPARSE_TENSOR(S)
+                raise self.error(f"attribute {attr.name!r} is a sparse tensor, which graphc does not import")
+            value = self.onnx.helper.get_attribute_value(attr)
+            out[attr.name] = value.decode() if isinstance(value, bytes) else value
+        return out
+
+    def emit(self, op: str, inputs: list, attrs: dict | None = None) -> Value:
+        out = self.builder.emit1(op, [self.value(x) for x in inputs], attrs or {}, self.meta)
+        self.producers[id(out)] = self.graph.nodes[-1]
+        return out
+
+    def name_like(self, derived: np.ndarray, source) -> np.ndarray:
+        """``derived`` (a transposed or reshaped weight) keeps ``source``'s initializer name."""
+        if id(source) in self.array_names:
+            self.array_names[id(derived)] = (derived, self.array_names[id(source)][1])
+        return derived
+
+    def single_use(self, position: int) -> bool:
+        """Whether the node's input ``position`` feeds nothing else (so it may be fused)."""
+        return self.uses[self.node.input[position]] == 1
+
+    def value(self, x) -> Value:
+        """A graph Value for ``x``: static arrays become constants of the graph."""
+        if isinstance(x, Value):
+            return x
+        array = np.asarray(x)
+        if array.dtype == object:
+            raise self.error("a shape that depends on the batch size is used as a tensor; graphc keeps shapes "
+                             "static apart from the batch dim")
+        if array.dtype not in {np.dtype(t) for t in _NUMPY_DTYPES.values()}:
+            raise self.error(f"a {array.dtype} tensor is used as data; graphc has no {array.dtype} dtype")
+        if id(x) not in self.constants:
+            base = _clean_name(self.array_names.get(id(x), (None, ""))[1], f"c{len(self.graph.constants)}")
+            name = self.graph.unique_name(base, self.builder._taken)
+            self.builder.reserve(name)
+            value = Value(name, TensorType(array.shape, DType.from_any(array.dtype)))
+            self.constants[id(x)] = (x, self.graph.add_constant(value, array))  # x kept alive: its id stays unique
+        return self.constants[id(x)][1]
+
+    def static(self, x, what: str) -> np.ndarray:
+        """``x`` as an array known while importing (a shape, axes, a clip bound), or an error."""
+        if x is None or isinstance(x, Value):
+            raise self.error(f"{what} must be a constant (an initializer or computed from shapes)")
+        return x

@@ -1,0 +1,356 @@
+"""One reader per ONNX op: ``reader(r, args) -> [output, ...]``.
+
+``r`` is the ``onnx_import.ModelReader`` (``r.attrs()``, ``r.emit(op, inputs, attrs)``,
+``r.static(x, what)``, ``r.error(message)``); ``args`` holds one entry per ONNX input: a graph
+``Value``, a numpy array known while importing (initializers, constants, shapes), or None for
+an omitted optional input. Readers of shape ops compute on known arrays directly, so
+``Shape -> Gather -> Concat -> Reshape`` chains leave no node behind; a shape may then hold
+the batch dim as the symbolic ``"N"`` (an object array).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .ir.graph import Value
+from .ir.types import DType
+from .onnx_import import _NUMPY_DTYPES
+from .onnx_shape_readers import SHAPE_READERS, _axes, _known, _rank, _shape
+
+# ---- elementwise ----------------------------------------------------------------------------
+def _int_div(a, b):
+    return np.trunc(np.divide(a, b)).astype(np.result_type(a, b))  # ONNX integer Div truncates
+
+
+_NUMPY_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "pow": np.power, "eq": np.equal,
+                 "lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal,
+                 "maximum": np.maximum, "minimum": np.minimum}
+
+
+def _binary(op: str):
+    def read(r, args):
+        a, b = args
+        if _known(a, b):  # shape arithmetic, done now
+            if np.asarray(a).dtype == object or np.asarray(b).dtype == object:
+                raise r.error(f"{op} on a shape that holds the batch dim; graphc keeps such shapes symbolic "
+                              "only through Shape, Gather, Concat, Unsqueeze and Reshape")
+            if op == "div":
+                return [_int_div(a, b) if np.asarray(a).dtype.kind in "iu" else np.divide(a, b)]
+            return [_NUMPY_BINARY[op](a, b)]
+        if op == "add":
+            biased = _linear_bias(r, a, b, 0) or _linear_bias(r, b, a, 1)
+            if biased is not None:
+                return [biased]
+        return [r.emit(op, [a, b])]
+    return read
+
+
+def _linear_bias(r, product, bias, position: int):
+    """``MatMul(x, W) + b`` (how ``nn.Linear`` on 3-D inputs exports) is one ``linear``: the
+    bias joins the linear node when nothing else reads the product."""
+    node = r.producers.get(id(product)) if isinstance(product, Value) else None
+    if (node is None or node.op != "linear" or len(node.inputs) != 2 or not _known(bias) or np.ndim(bias) != 1
+            or np.shape(bias)[0] != _shape(product)[-1] or not r.single_use(position)):
+        return None
+    node.inputs.append(r.value(bias))
+    return product
+
+
+def _variadic(op: str):
+    def read(r, args):
+        out = args[0]
+        for other in args[1:]:
+            out = _binary(op)(r, [out, other])[0]
+        return [out]
+    return read
+
+
+def _unary(op: str):
+    return lambda r, args: [r.emit(op, args[:1])]
+
+
+def _identity(r, args):
+    return [args[0]]
+
+
+def _dropout(r, args):
+    if len(args) > 2 and args[2] is not None and bool(np.asarray(r.static(args[2], "training_mode"))):
+        raise r.error("Dropout in training mode: an imported model is an inference plan")
+    return [args[0]]
+
+
+def _scalar(r, x, value) -> np.ndarray:
+    return np.asarray(value, dtype=r.value(x).type.dtype.numpy)
+
+
+def _reciprocal(r, args):
+    node = r.producers.get(id(args[0])) if isinstance(args[0], Value) else None
+    if node is not None and node.op == "sqrt" and r.single_use(0):  # 1 / sqrt(x), as rsqrt exports
+        return [r.emit("rsqrt", node.inputs)]  # the sqrt node is left unused; dce drops it
+    return [r.emit("div", [_scalar(r, args[0], 1.0), args[0]])]
+
+
+def _leaky_relu(r, args):
+    return [r.emit("leaky_relu", args[:1], {"negative_slope": float(r.attrs().get("alpha", 0.01))})]
+
+
+def _hard_sigmoid(r, x, alpha: float, beta: float) -> Value:
+    scaled = r.emit("add", [r.emit("mul", [x, _scalar(r, x, alpha)]), _scalar(r, x, beta)])
+    return r.emit("hardtanh", [scaled], {"min_val": 0.0, "max_val": 1.0})
+
+
+def _hardsigmoid_reader(r, args):
+    a = r.attrs()
+    return [_hard_sigmoid(r, args[0], float(a.get("alpha", 0.2)), float(a.get("beta", 0.5)))]
+
+
+def _hardswish(r, args):
+    return [r.emit("mul", [args[0], _hard_sigmoid(r, args[0], 1 / 6, 0.5)])]
+
+
+def _gelu(r, args):
+    x = args[0]
+    if r.attrs().get("approximate", "none") == "tanh":
+        inner = r.emit("add", [x, r.emit("mul", [_scalar(r, x, 0.044715), r.emit("pow", [x, _scalar(r, x, 3.0)])])])
+        gate = r.emit("tanh", [r.emit("mul", [inner, _scalar(r, x, math.sqrt(2 / math.pi))])])
+    else:
+        gate = r.emit("erf", [r.emit("mul", [x, _scalar(r, x, 1 / math.sqrt(2))])])
+    half = r.emit("mul", [x, _scalar(r, x, 0.5)])
+    return [r.emit("mul", [half, r.emit("add", [gate, _scalar(r, x, 1.0)])])]
+
+
+def _clip(r, args):
+    x, low, high = (list(args) + [None, None])[:3]
+    a = r.attrs()
+    low = float(r.static(low, "Clip's min")) if low is not None else a.get("min")
+    high = float(r.static(high, "Clip's max")) if high is not None else a.get("max")
+    if low is not None and high is not None:
+        return [r.emit("hardtanh", [x], {"min_val": float(low), "max_val": float(high)})]
+    if low is not None:
+        return [r.emit("maximum", [x, _scalar(r, x, low)])]
+    return [r.emit("minimum", [x, _scalar(r, x, high)])] if high is not None else [x]
+
+
+def _where(r, args):
+    if _known(*args):
+        return [np.where(*args)]
+    return [r.emit("where", args)]
+
+
+def _cast(r, args):
+    to = r.attrs()["to"]
+    dtype = _NUMPY_DTYPES.get(to)
+    if dtype is None:
+        raise r.error(f"Cast to ONNX element type {to}, which graphc cannot hold")
+    x = args[0]
+    if _known(x):
+        return [x if np.asarray(x).dtype == object else np.asarray(x).astype(dtype)]
+    return [r.emit("cast", [x], {"dtype": DType.from_any(np.dtype(dtype)).name})]
+
+
+# ---- linear algebra, convolution, normalization --------------------------------------------------
+def _matmul(r, args):
+    x, w = args
+    if _known(x, w):
+        return [np.matmul(x, w)]
+    if _known(w) and np.ndim(w) == 2 and np.asarray(w).dtype.kind == "f":  # a weight: nn.Linear's own op
+        return [r.emit("linear", [x, _transposed(r, w)])]
+    return [r.emit("matmul", args)]
+
+
+def _transposed(r, x):
+    if _known(x):
+        return r.name_like(np.ascontiguousarray(np.swapaxes(x, -1, -2)), x)
+    return r.emit("permute", [x], {"perm": [1, 0]})
+
+
+def _gemm(r, args):
+    a, b, c = (list(args) + [None])[:3]
+    attrs = r.attrs()
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    if attrs.get("transA", 0):
+        a = _transposed(r, a)
+    out_features = _shape(b)[0 if attrs.get("transB", 0) else 1]
+    if alpha == 1.0 and beta == 1.0 and (c is None or (_known(c) and np.size(c) == out_features)):
+        weight = b if attrs.get("transB", 0) else _transposed(r, b)  # linear's weight is (out, in)
+        bias = [] if c is None else [c if np.shape(c) == (out_features,) else np.reshape(c, (out_features,))]
+        return [r.emit("linear", [a, weight, *bias])]
+    product = r.emit("matmul", [a, _transposed(r, b) if attrs.get("transB", 0) else b])
+    if alpha != 1.0:
+        product = r.emit("mul", [product, _scalar(r, product, alpha)])
+    if c is None:
+        return [product]
+    return [r.emit("add", [product, r.emit("mul", [c, _scalar(r, product, beta)]) if beta != 1.0 else c])]
+
+
+def _same_pads(r, attrs: dict, spatial: tuple, kernel: list, strides: list, dilations: list) -> list:
+    """Symmetric per-dim padding from ``pads`` or ``auto_pad`` (graphc pads both sides alike)."""
+    auto = attrs.get("auto_pad", "NOTSET")
+    rank = len(kernel)
+    if auto in ("NOTSET", ""):
+        pads = list(attrs.get("pads", [0] * 2 * rank))
+    elif auto == "VALID":
+        pads = [0] * 2 * rank
+    else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
+        total = [max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+                 for n, k, s, d in zip(spatial, kernel, strides, dilations)]
+        pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    if pads[:rank] != pads[rank:]:
+        raise r.error(f"asymmetric padding {pads} (begins then ends); graphc pads both sides of a dim alike")
+    return [int(p) for p in pads[:rank]]
+
+
+def _window_attrs(r, attrs: dict, x, kernel: list) -> dict:
+    rank = len(kernel)
+    strides = list(attrs.get("strides", [1] * rank))
+    dilations = list(attrs.get("dilations", [1] * rank))
+    spatial = _shape(x)[2:]
+    pads = _same_pads(r, attrs, spatial, kernel, strides, dilations)
+    if attrs.get("ceil_mode", 0):
+        for n, k, s, d, p in zip(spatial, kernel, strides, dilations, pads):
+            span = n + 2 * p - d * (k - 1) - 1
+            if span % s and (span // s + 1) * s < n + p:  # ceil would add a window that floor drops
+                raise r.error("ceil_mode=1 changes this pooling's output size; graphc pools with floor")
+    return {"stride": strides, "padding": pads, "dilation": dilations}
+
+
+def _as_2d(attrs: dict) -> dict:
+    """A 1-D window's attributes for the same window over a height of 1."""
+    out = dict(attrs)
+    for key in ("strides", "dilations", "kernel_shape"):
+        if key in attrs:
+            out[key] = [1, *attrs[key]]
+    if "pads" in attrs:
+        out["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+    return out
+
+
+def _conv(r, args):
+    x, w, bias = (list(args) + [None])[:3]
+    attrs = r.attrs()
+    if _rank(x) not in (3, 4):
+        raise r.error(f"Conv on a rank-{_rank(x)} input; graphc imports 1-D and 2-D convolutions")
+    one_d = _rank(x) == 3
+    if one_d:  # a 1-D convolution is a 2-D one over a height of 1
+        n, c, length = _shape(x)
+        x = r.emit("reshape", [x], {"shape": [n, c, 1, length]})
+        w = np.expand_dims(w, 2) if _known(w) else r.emit("reshape", [w], {"shape": [*_shape(w)[:2], 1, _shape(w)[2]]})
+        attrs = _as_2d(attrs)
+    kernel = list(_shape(w)[2:])
+    window = _window_attrs(r, attrs, x, kernel)
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    out = r.emit("conv2d", inputs, {**window, "groups": int(attrs.get("group", 1))})
+    if one_d:
+        out = r.emit("reshape", [out], {"shape": [_shape(out)[0], _shape(out)[1], _shape(out)[3]]})
+    return [out]
+
+
+def _pool(op: str):
+    def read(r, args):
+        attrs = r.attrs()
+        if _rank(args[0]) != 4:
+            raise r.error(f"{op} on a rank-{_rank(args[0])} input; graphc imports 2-D pooling")
+        window = _window_attrs(r, attrs, args[0], list(attrs["kernel_shape"]))
+        pool_attrs = {"kernel_size": list(attrs["kernel_shape"]), "stride": window["stride"],
+                      "padding": window["padding"]}
+        if op == "max_pool2d":
+            pool_attrs["dilation"] = window["dilation"]
+        else:
+            if window["dilation"] != [1, 1]:
+                raise r.error("AveragePool with dilations; graphc's avg_pool2d has none")
+            pool_attrs["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        return [r.emit(op, args[:1], pool_attrs)]
+    return read
+
+
+def _global_avg_pool(r, args):
+    if _rank(args[0]) == 4:
+        return [r.emit("adaptive_avg_pool2d", args, {"output_size": [1, 1]})]
+    return [r.emit("mean", args, {"dims": list(range(2, _rank(args[0]))), "keepdim": True})]
+
+
+def _global_max_pool(r, args):
+    return [r.emit("max", args, {"dims": list(range(2, _rank(args[0]))), "keepdim": True})]
+
+
+def _batch_norm(r, args):
+    attrs = r.attrs()
+    if attrs.get("training_mode", 0):
+        raise r.error("BatchNormalization in training mode: an imported model is an inference plan")
+    return [r.emit("batch_norm", args[:5], {"eps": float(attrs.get("epsilon", 1e-5))})]
+
+
+def _normalize(r, x, dims: list, eps: float) -> Value:
+    """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance, as every norm layer)."""
+    centered = r.emit("sub", [x, r.emit("mean", [x], {"dims": dims, "keepdim": True})])
+    var = r.emit("mean", [r.emit("mul", [centered, centered])], {"dims": dims, "keepdim": True})
+    return r.emit("mul", [centered, r.emit("rsqrt", [r.emit("add", [var, _scalar(r, x, eps)])])])
+
+
+def _layer_norm(r, args):
+    x, scale, bias = (list(args) + [None])[:3]
+    attrs = r.attrs()
+    dims = list(range(int(attrs.get("axis", -1)) % _rank(x), _rank(x)))
+    out = r.emit("mul", [_normalize(r, x, dims, float(attrs.get("epsilon", 1e-5))), scale])
+    return [r.emit("add", [out, bias]) if bias is not None else out]
+
+
+def _instance_norm(r, args):
+    x, scale, bias = args
+    rank = _rank(x)
+    channel_shape = (-1,) + (1,) * (rank - 2)  # per-channel scale and bias broadcast over the spatial dims
+    scale, bias = (np.reshape(p, channel_shape) if _known(p) else r.emit("reshape", [p], {"shape": list(channel_shape)})
+                   for p in (scale, bias))
+    out = _normalize(r, x, list(range(2, rank)), float(r.attrs().get("epsilon", 1e-5)))
+    return [r.emit("add", [r.emit("mul", [out, scale]), bias])]
+
+
+def _softmax(op: str):
+    def read(r, args):
+        rank = _rank(args[0])
+        axis = int(r.attrs().get("axis", -1 if r.opset >= 13 else 1)) % rank
+        if r.opset < 13 and axis != rank - 1:  # before opset 13 softmax flattened the trailing dims
+            raise r.error(f"{op} over axis {axis} of a rank-{rank} input in opset {r.opset} (the 2-D coercion)")
+        return [r.emit(op, args[:1], {"dim": axis})]
+    return read
+
+
+def _reduce(op: str, axes_input_from: int):
+    def read(r, args):
+        attrs = r.attrs()
+        rank = _rank(args[0])
+        axes = _axes(r, args, 1, attrs, rank) if r.opset >= axes_input_from else attrs.get("axes")
+        if axes is None or axes == []:
+            if attrs.get("noop_with_empty_axes", 0):
+                return [args[0]]
+            axes = list(range(rank))
+        dims = [int(a) % rank for a in axes]
+        return [r.emit(op, args[:1], {"dims": dims, "keepdim": bool(attrs.get("keepdims", 1))})]
+    return read
+
+
+def _argmax(r, args):
+    attrs = r.attrs()
+    if attrs.get("select_last_index", 0):
+        raise r.error("ArgMax with select_last_index=1; graphc returns the first maximum")
+    return [r.emit("argmax", args[:1], {"dim": int(attrs.get("axis", 0)), "keepdim": bool(attrs.get("keepdims", 1))})]
+
+
+READERS = {
+    **SHAPE_READERS,
+    "Add": _binary("add"), "Sub": _binary("sub"), "Mul": _binary("mul"), "Div": _binary("div"),
+    "Pow": _binary("pow"), "Equal": _binary("eq"), "Less": _binary("lt"), "Greater": _binary("gt"),
+    "LessOrEqual": _binary("le"), "GreaterOrEqual": _binary("ge"), "Max": _variadic("maximum"),
+    "Min": _variadic("minimum"), "Sum": _variadic("add"), "Where": _where, "Not": _unary("logical_not"),
+    "Relu": _unary("relu"), "Sigmoid": _unary("sigmoid"), "Tanh": _unary("tanh"), "Exp": _unary("exp"),
+    "Log": _unary("log"), "Sqrt": _unary("sqrt"), "Neg": _unary("neg"), "Abs": _unary("abs"), "Erf": _unary("erf"),
+    "Sign": _unary("sign"), "Reciprocal": _reciprocal, "Identity": _identity, "Dropout": _dropout, "Cast": _cast,
+    "LeakyRelu": _leaky_relu, "HardSigmoid": _hardsigmoid_reader, "HardSwish": _hardswish, "Gelu": _gelu,
+    "Clip": _clip, "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "MaxPool": _pool("max_pool2d"),
+    "AveragePool": _pool("avg_pool2d"), "GlobalAveragePool": _global_avg_pool, "GlobalMaxPool": _global_max_pool,
+    "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
+    "InstanceNormalization": _instance_norm, "Softmax": _softmax("softmax"),
+    "LogSoftmax": _softmax("log_softmax"), "ReduceMean": _reduce("mean", 18), "ReduceSum": _reduce("sum", 13),
+    "ReduceMax": _reduce("max", 18), "ArgMax": _argmax,
+}
