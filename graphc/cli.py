@@ -185,12 +185,18 @@ def _viz(args) -> int:
 def _convert(args) -> int:
     from .compile import export, load
 
-    if not args.output.lower().endswith(".onnx"):
-        raise GraphcError(f"{args.output}: `graphc convert` writes ONNX files (a path ending in .onnx)")
+    to_onnx = args.output.lower().endswith(".onnx")
+    if not to_onnx and not args.output.lower().endswith(".graphc"):
+        raise GraphcError(f"{args.output}: `graphc convert` writes ONNX files (.onnx) or plan files (.graphc)")
     plan = load(args.file)
+    if not hasattr(plan, "kind"):
+        raise GraphcError(f"{args.file} holds tensors, not a model; convert a plan file or an ONNX model")
     if plan.kind != "inference":
         raise GraphcError(f"{args.file} is a training plan; convert an inference plan (gc.export)")
-    export(plan, None, args.output, opset=args.opset)
+    if to_onnx:
+        export(plan, None, args.output, opset=args.opset)
+    else:
+        plan.save(args.output)
     print(f"wrote {args.output}")
     return 0
 
@@ -211,7 +217,7 @@ def at_least(option: str, minimum: int):
     return parse
 
 
-PLAN_FILE_HELP = "a plan file (.graphc) written by step.save(...) or gc.export(...)"
+PLAN_FILE_HELP = "a plan file (.graphc) written by step.save(...) or gc.export(...), or an ONNX model (.onnx)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -244,9 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="output path; the extension picks the format: .svg, .html, .dot or .txt")
     viz.add_argument("--collapse", action="store_true", help="draw each top-level module as one node")
     viz.set_defaults(func=_viz)
-    convert = sub.add_parser("convert", help="write a saved inference plan as ONNX (needs the onnx extra)")
-    convert.add_argument("file", help="an inference plan file (gc.export)")
-    convert.add_argument("output", help="the ONNX file to write (.onnx)")
+    convert = sub.add_parser("convert", help="a saved inference plan as ONNX, or an ONNX model as a plan file "
+                                             "(needs the onnx extra)")
+    convert.add_argument("file", help="an inference plan file (gc.export) or an ONNX model (.onnx)")
+    convert.add_argument("output", help="the file to write: ONNX (.onnx) or a graphc plan (.graphc)")
     convert.add_argument("--opset", type=at_least("--opset", 13), default=17, help="ONNX opset (default: %(default)s)")
     convert.set_defaults(func=_convert)
     return parser

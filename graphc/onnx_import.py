@@ -12,15 +12,17 @@ then run (BN folding, constant folding, the Linear/Conv + ReLU fusions).
 from __future__ import annotations
 
 import collections
+import math
 import os
 import re
 
 import numpy as np
 
 from .ir.builder import Builder
-from .ir.errors import GraphcError, PlanFormatError, show
+from .ir.errors import GraphcError, PlanFormatError, clip, show
 from .ir.graph import Graph, Value, describe_location
 from .ir.types import BATCH, DType, TensorType
+from .executor.budget import DEFAULT_FRACTION, physical_memory, value_bytes
 from .onnx_export import onnx_module
 
 IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
@@ -38,9 +40,25 @@ def import_onnx(path, device: str = "cpu", memory_budget=None):
 
     where = os.fspath(path)
     model = read_model(where, memory_budget)
-    graph = ModelReader(model, os.path.basename(where)).to_graph()
+    budget = memory_budget or int(physical_memory() * DEFAULT_FRACTION)  # arrays made while importing are host ones
+    graph = ModelReader(model, os.path.basename(where), budget).to_graph()
+    refuse_oversized(graph, budget)  # before constant folding computes any of it
     graph = run_pipeline(graph, "import", "default", run_graph_node)
-    return Plan(graph, {}, device=device, seed=next_seed(), kind="inference", memory_budget=memory_budget)
+    plan = Plan(graph, {}, device=device, seed=next_seed(), kind="inference", memory_budget=memory_budget)
+    made_by = " ".join(p for p in (model.producer_name, model.producer_version) if p) or "an unnamed producer"
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    plan.producer = clip(f"ONNX opset {opset} from {made_by}", 200)  # what `graphc inspect` shows
+    return plan
+
+
+def refuse_oversized(graph, budget: int) -> None:
+    """Every value the graph computes (at batch 1) must fit the memory budget."""
+    for node in graph.nodes:
+        for value in node.outputs:
+            nbytes = value_bytes(value.type.bind(1))
+            if nbytes > budget:
+                raise GraphcError(f"{value.type} ({nbytes} bytes at batch 1) is over the memory budget of {budget} "
+                                  "bytes", node.location())
 
 
 def read_model(where: str, memory_budget=None):
@@ -86,7 +104,7 @@ def check_tensor(tensor, where: str, what: str) -> None:
     """A tensor's data must be inside the file and exactly as large as its dims say."""
     if tensor.data_location == 1 or tensor.external_data:  # TensorProto.EXTERNAL
         location = next((e.value for e in tensor.external_data if e.key == "location"), "?")
-        raise GraphcError(f"{where}: {what} keeps its data in another file ({location!r}); graphc never reads "
+        raise GraphcError(f"{where}: {what} keeps its data in another file ('{clip(location, 200)}'); graphc never reads "
                           "files an ONNX model names (save the model with its data inside it)")
     dtype = _NUMPY_DTYPES.get(tensor.data_type) or _STATIC_ONLY_DTYPES.get(tensor.data_type)
     if dtype is None:
@@ -132,12 +150,23 @@ def _clean_name(name: str, fallback: str) -> str:
     return cleaned or fallback
 
 
+class NodeAttrs(dict):
+    """A node's attributes: a missing one that the op needs is a GraphcError naming it."""
+
+    def __init__(self, error):
+        super().__init__()
+        self._error = error
+
+    def __missing__(self, key):
+        raise self._error(f"the node lacks the attribute {key!r}, which this op needs")
+
+
 class ModelReader:
     """Translates one ONNX graph into an ``ir.Graph``, node by node, in file order."""
 
-    def __init__(self, model, filename: str):
+    def __init__(self, model, filename: str, budget: int):
         self.onnx = onnx_module()
-        self.model, self.where = model, filename
+        self.model, self.where, self.budget = model, filename, budget
         self.opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
         self.graph = Graph(_clean_name(model.graph.name, "onnx_model"))
         self.builder = Builder(self.graph)
@@ -168,7 +197,7 @@ class ModelReader:
         names = []
         for info in onnx_graph.output:
             if info.name not in self.env:
-                raise GraphcError(f"{self.where}: graph output {info.name!r} is not computed by any node")
+                raise GraphcError(f"{self.where}: graph output {show(info.name)} is not computed by any node")
             self.graph.outputs.append(self.value(self.env[info.name]))
             names.append(_clean_name(info.name, f"output{len(names)}"))
         self.graph.output_names = names
@@ -178,7 +207,7 @@ class ModelReader:
         kind = info.type.WhichOneof("value")
         tensor_type = info.type.tensor_type
         if kind != "tensor_type" or tensor_type.elem_type not in _NUMPY_DTYPES:
-            raise GraphcError(f"{self.where}: input {info.name!r} is not a tensor of a dtype graphc holds "
+            raise GraphcError(f"{self.where}: input {show(info.name)} is not a tensor of a dtype graphc holds "
                               f"({kind}, element type {tensor_type.elem_type})")
         dims = []
         for axis, dim in enumerate(tensor_type.shape.dim):
@@ -187,8 +216,8 @@ class ModelReader:
             elif axis == 0:  # a named or unknown leading dim is the batch
                 dims.append(BATCH)
             else:
-                raise GraphcError(f"{self.where}: input {info.name!r} has a dynamic dim {axis} "
-                                  f"({dim.dim_param or 'unnamed'}); graphc plans have one dynamic dim, the leading "
+                raise GraphcError(f"{self.where}: input {show(info.name)} has a dynamic dim {axis} "
+                                  f"({clip(dim.dim_param or 'unnamed', 60)}); graphc plans have one dynamic dim, the leading "
                                   "batch dim")
         dtype = DType.from_any(np.dtype(_NUMPY_DTYPES[tensor_type.elem_type]))
         name = self.graph.unique_name(_clean_name(info.name, "input"))
@@ -198,10 +227,10 @@ class ModelReader:
     # ---- one node ----------------------------------------------------------------------
     def _read_node(self, readers: dict, index: int, node) -> None:
         self.node = node
-        label = node.name or f"{node.op_type}_{index}"
-        source = node.doc_string if self.graphc_made and node.doc_string else f"{self.where} node {index}"
+        label = clip(node.name, 200) or f"{clip(node.op_type, 60)}_{index}"  # names from the file: cut short
+        source = clip(node.doc_string, 200) if self.graphc_made and node.doc_string else f"{self.where} node {index}"
         module = re.sub(r"__\d+$", "", label) if self.graphc_made else label  # the export's unique suffix
-        self.meta = {"module": module, "module_type": node.op_type, "source": source}
+        self.meta = {"module": module, "module_type": clip(node.op_type, 60), "source": source}
         if node.domain not in ("", "ai.onnx"):
             raise self.error(f"op {show(node.op_type)} of domain {show(node.domain)} is not supported (graphc "
                              "imports the default ONNX domain)")
@@ -213,17 +242,21 @@ class ModelReader:
             outputs = reader(self, args)
         except GraphcError as e:
             raise e.located(describe_location(self.meta)) from None
+        except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as e:  # a malformed node
+            raise self.error(f"malformed {show(node.op_type)} node: {type(e).__name__}: {clip(e, 200)}") from None
         used = [name for name in node.output if name]
         if len(used) > len(outputs) or any(not name for name in node.output[:len(outputs)]):
-            raise self.error(f"{node.op_type} with outputs {list(node.output)}: graphc computes only the first "
+            raise self.error(f"{show(node.op_type)} with {len(used)} outputs: graphc computes only the first "
                              f"{len(outputs)}")
         for name, out in zip(node.output, outputs):
+            if name in self.env:
+                raise self.error(f"value {show(name)} is computed twice (an ONNX graph assigns each name once)")
             self.env[name] = _as_known(out)
 
     def _known_inputs(self, node) -> list:
         for name in node.input:
             if name and name not in self.env:
-                raise self.error(f"input {name!r} is used before any node computes it")
+                raise self.error(f"input {show(name)} is used before any node computes it")
         return list(node.input)
 
     def error(self, message: str) -> GraphcError:
@@ -231,21 +264,30 @@ class ModelReader:
 
     # ---- helpers for readers -----------------------------------------------------------
     def attrs(self) -> dict:
-        """The node's attributes as Python values (strings decoded, tensors as arrays)."""
-        out = {}
+        """The node's attributes as Python values (strings decoded, tensors as arrays); reading
+        one the node lacks (``attrs["axis"]``) is a GraphcError naming it."""
+        out = NodeAttrs(self.error)
         for attr in self.node.attribute:
             if attr.type in (5, 10):  # GRAPH, GRAPHS: no supported op takes a subgraph
-                raise self.error(f"attribute {attr.name!r} holds a subgraph, which graphc does not import")
+                raise self.error(f"attribute {show(attr.name)} holds a subgraph, which graphc does not import")
             if attr.type in (4, 9):  # TENSOR, TENSORS
                 tensors = [attr.t] if attr.type == 4 else list(attr.tensors)
-                arrays = [tensor_array(self.onnx, t, self.where, f"attribute {attr.name!r}") for t in tensors]
+                arrays = [tensor_array(self.onnx, t, self.where, f"attribute {show(attr.name)}") for t in tensors]
                 out[attr.name] = arrays[0] if attr.type == 4 else arrays
                 continue
             if attr.type in (11, 12):  # SPARSE_TENSOR(S)
-                raise self.error(f"attribute {attr.name!r} is a sparse tensor, which graphc does not import")
+                raise self.error(f"attribute {show(attr.name)} is a sparse tensor, which graphc does not import")
             value = self.onnx.helper.get_attribute_value(attr)
             out[attr.name] = value.decode() if isinstance(value, bytes) else value
         return out
+
+    def allow(self, shape, dtype, what: str) -> None:
+        """Refuse an array the import would build (a ConstantOfShape, a Range, an Expand) over
+        the memory budget, before it is allocated: a tiny file must not claim gigabytes."""
+        nbytes = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize  # Python ints: never wraps
+        if nbytes > self.budget:
+            raise self.error(f"{what} of shape {show(list(shape))} would take {nbytes} bytes, over the memory "
+                             f"budget of {self.budget} bytes")
 
     def emit(self, op: str, inputs: list, attrs: dict | None = None) -> Value:
         out = self.builder.emit1(op, [self.value(x) for x in inputs], attrs or {}, self.meta)

@@ -35,6 +35,7 @@ def _binary(op: str):
             if np.asarray(a).dtype == object or np.asarray(b).dtype == object:
                 raise r.error(f"{op} on a shape that holds the batch dim; graphc keeps such shapes symbolic "
                               "only through Shape, Gather, Concat, Unsqueeze and Reshape")
+            r.allow(np.broadcast_shapes(np.shape(a), np.shape(b)), np.result_type(a, b), op)
             if op == "div":
                 return [_int_div(a, b) if np.asarray(a).dtype.kind in "iu" else np.divide(a, b)]
             return [_NUMPY_BINARY[op](a, b)]
@@ -134,6 +135,7 @@ def _clip(r, args):
 
 def _where(r, args):
     if _known(*args):
+        r.allow(np.broadcast_shapes(*(np.shape(a) for a in args)), np.result_type(*args[1:]), "Where")
         return [np.where(*args)]
     return [r.emit("where", args)]
 
@@ -153,6 +155,9 @@ def _cast(r, args):
 def _matmul(r, args):
     x, w = args
     if _known(x, w):
+        if np.ndim(x) >= 2 and np.ndim(w) >= 2:  # with a 1-D operand the product is smaller than the inputs
+            shape = np.broadcast_shapes(np.shape(x)[:-2], np.shape(w)[:-2]) + (np.shape(x)[-2], np.shape(w)[-1])
+            r.allow(shape, np.result_type(x, w), "MatMul")
         return [np.matmul(x, w)]
     if _known(w) and np.ndim(w) == 2 and np.asarray(w).dtype.kind == "f":  # a weight: nn.Linear's own op
         return [r.emit("linear", [x, _transposed(r, w)])]

@@ -6,6 +6,8 @@ exported by PyTorch imports as one ``reshape`` with the symbolic dim in it.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .ir.graph import Value
@@ -61,6 +63,7 @@ def _constant_of_shape(r, args):
     shape = _ints(r.static(args[0], "ConstantOfShape's shape"))
     fill = r.attrs().get("value", np.zeros(1, np.float32)).reshape(-1)[0]
     if all(isinstance(d, int) for d in shape):
+        r.allow(shape, np.asarray(fill).dtype, "ConstantOfShape")
         return [np.full(shape, fill)]
     dtype = DType.from_any(np.asarray(fill).dtype)
     return [r.emit("full", [], {"shape": shape, "value": float(fill), "dtype": dtype.name})]
@@ -140,8 +143,8 @@ def _slice(r, args):
     steps = _ints(r.static(args[4], "Slice's steps")) if len(args) > 4 and args[4] is not None else [1] * len(starts)
     slices = [[None, None, 1] for _ in shape]
     for axis, start, end, step in zip(axes, starts, ends, steps):
-        limit = _INT64_MAX if step > 0 else -_INT64_MAX - 1
-        slices[axis] = [start, None if end in (limit, _INT64_MAX, -_INT64_MAX - 1) else end, step]
+        to_the_edge = end >= _INT64_MAX if step > 0 else end <= -_INT64_MAX - 1  # "to the end" / "to the start"
+        slices[axis] = [start, None if to_the_edge else end, step]
     if _known(x):
         return [np.asarray(x)[tuple(slice(*s) for s in slices)]]
     for axis, (start, end, step) in enumerate(slices):  # graphc's slice takes exact bounds on static dims
@@ -156,6 +159,8 @@ def _gather(r, args):
     data, indices = args
     axis = int(r.attrs().get("axis", 0)) % max(_rank(data), 1)
     if _known(data, indices):
+        row = math.prod(d for i, d in enumerate(np.shape(data)) if i != axis)
+        r.allow([np.size(indices), row], np.asarray(data).dtype, "Gather")
         return [np.take(data, np.asarray(indices).astype(np.int64), axis=axis)]
     if _known(data) and axis == 0 and np.ndim(data) == 2:  # an embedding table read by index
         return [r.emit("embedding", [indices, data])]
@@ -172,6 +177,7 @@ def _expand(r, args):
     x, target = args[0], _ints(r.static(args[1], "Expand's shape"))
     shape = broadcast(_shape(x), tuple(target))
     if _known(x):
+        r.allow(shape, np.asarray(x).dtype, "Expand")
         return [np.broadcast_to(x, shape).copy()]
     return [r.emit("broadcast_to", [x], {"shape": list(shape)})]
 
@@ -208,7 +214,11 @@ def _split(r, args):
 
 def _range(r, args):
     start, limit, delta = (r.static(a, "Range's bounds") for a in args)
-    return [np.arange(start, limit, delta, dtype=np.result_type(start, limit, delta))]
+    dtype = np.result_type(start, limit, delta)
+    if float(delta) == 0:
+        raise r.error("Range with a step of 0")
+    r.allow([max(0, math.ceil((float(limit) - float(start)) / float(delta)))], dtype, "Range")
+    return [np.arange(start, limit, delta, dtype=dtype)]
 
 
 SHAPE_READERS = {

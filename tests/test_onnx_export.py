@@ -156,4 +156,4 @@ def test_cli_convert_writes_an_onnx_file_from_a_saved_plan(tmp_path):
     assert done.returncode == 0, done.stderr
     onnx.checker.check_model(onnx.load(str(tmp_path / "c.onnx")), full_check=True)
     bad = subprocess.run(cmd[:-1] + [str(tmp_path / "c.txt")], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "ending in .onnx" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "writes ONNX files (.onnx) or plan files (.graphc)" in bad.stderr
