@@ -136,3 +136,13 @@ def test_a_fixed_batch_export_imports_at_that_batch(tmp_path):
     close(plan(x), want)
     with pytest.raises(gc.ShapeError, match="expected f32\\[4,1,28,28\\]"):
         plan(x[:1])
+
+
+def test_an_imported_plan_runs_on_cupy(tmp_path):
+    from test_device import HAVE_CUDA, WHY
+
+    if not HAVE_CUDA:
+        pytest.skip(f"GPU test: {WHY}")
+    plan, path, x = exported("cnn_bn", tmp_path)
+    on_gpu = gc.load(path, device="cuda")
+    close(on_gpu.backend.to_numpy(on_gpu(x)), plan(x))
