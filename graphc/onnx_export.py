@@ -263,6 +263,21 @@ def _value_info(onnx, value, name: str):
     return onnx.helper.make_tensor_value_info(name, _ELEMENT_TYPES[value.type.dtype], dims)
 
 
+def _output_names(graph) -> dict:
+    """id(value) -> the plan's output name, for outputs a node computes: the node writes that
+    name directly (no trailing Identity). Inputs, constants, outputs listed twice and names
+    another value already has keep an Identity."""
+    names = graph.output_names or [v.name for v in graph.outputs]
+    computed = {id(v) for node in graph.nodes for v in node.outputs}
+    taken = graph.value_names()
+    renamed = {}
+    for value, name in zip(graph.outputs, names):
+        listed_once = sum(v is value for v in graph.outputs) == 1
+        if id(value) in computed and listed_once and (name == value.name or name not in taken):
+            renamed[id(value)] = name
+    return renamed
+
+
 def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
     """An ``onnx.ModelProto`` for a frozen inference ``graph`` (no state, no updates)."""
     onnx = onnx_module()
@@ -276,6 +291,8 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
     for name, value in graph.constants.items():
         w.names[id(value)] = name
         w.initializers.append(onnx.numpy_helper.from_array(np.ascontiguousarray(graph.constant_data[name]), name))
+    renamed = _output_names(graph)
+    typed = []  # value_info for every value a node computes: Netron labels each edge with its shape
     for node in graph.nodes:
         writer = WRITERS.get(node.op)
         if writer is None:
@@ -283,7 +300,9 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
         if len(node.outputs) != 1:
             raise GraphcError(f"ONNX export: {node.op!r} with {len(node.outputs)} outputs", node.location())
         for value in node.outputs:
-            w.names[id(value)] = value.name
+            w.names[id(value)] = renamed.get(id(value), value.name)
+            if id(value) not in renamed:
+                typed.append(_value_info(onnx, value, w.names[id(value)]))
         writer(w, node, [w.name(v) for v in node.inputs], w.name(node.outputs[0]))
     outputs, names = [], []
     for value, out_name in zip(graph.outputs, graph.output_names or [v.name for v in graph.outputs]):
@@ -293,7 +312,7 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
         names.append(out_name)
     model = onnx.helper.make_model(
         onnx.helper.make_graph(w.nodes, graph.name, [_value_info(onnx, v, v.name) for v in graph.inputs], outputs,
-                               w.initializers),
+                               w.initializers, value_info=typed),
         opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="graphc")
     return model
 

@@ -157,3 +157,15 @@ def test_cli_convert_writes_an_onnx_file_from_a_saved_plan(tmp_path):
     onnx.checker.check_model(onnx.load(str(tmp_path / "c.onnx")), full_check=True)
     bad = subprocess.run(cmd[:-1] + [str(tmp_path / "c.txt")], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "writes ONNX files (.onnx) or plan files (.graphc)" in bad.stderr
+
+
+def test_every_edge_has_a_shape_and_outputs_need_no_identity(tmp_path):
+    """Netron labels each edge with its value_info shape; the last node writes the output name."""
+    plan, path, _ = exported("cnn_bn", tmp_path)
+    graph = onnx.load(str(path)).graph
+    assert graph.node[-1].op_type != "Identity" and graph.node[-1].output[0] == graph.output[0].name
+    shaped = {v.name for v in graph.value_info}
+    computed = {n.output[0] for n in graph.node} - {o.name for o in graph.output}
+    graphc_values = {v.name for n in plan.graph.nodes for v in n.outputs}
+    assert computed & graphc_values <= shaped and len(shaped) == len(plan.graph.nodes) - 1
+    assert graph.value_info[0].type.tensor_type.shape.dim[0].dim_param == "N"
