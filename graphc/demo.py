@@ -86,6 +86,25 @@ def train(args, log=print) -> dict:
             "step_ms": statistics.median(step_times) * 1e3}
 
 
+def export_onnx(result: dict, path: Path, expected: np.ndarray, log=print) -> dict:
+    """The same model as ONNX (for Netron and onnxruntime), imported back to check it; skipped
+    with a line saying how to get it when the onnx extra is missing."""
+    import importlib.util
+
+    import graphc as gc
+
+    if importlib.util.find_spec("onnx") is None:
+        log("skipped model.onnx: the onnx extra is not installed (pip install 'graphc[onnx]')")
+        return {}
+    gc.export(result["model"], (result["example"],), path)
+    imported = gc.load(path)
+    predictions = imported.backend.to_numpy(imported(result["test"][0])).argmax(axis=1)
+    if not np.array_equal(predictions, expected):
+        raise GraphcError(f"{path.name} imported back predicts differently from the exported plan")
+    log(f"exported {path.name} (open it in Netron) and imported it back: its predictions match")
+    return {"ONNX model": path}
+
+
 def save_and_check(result: dict, out: Path, log=print) -> dict:
     """Save the training plan, export the inference plan, reload it in a fresh process."""
     import graphc as gc
@@ -108,6 +127,7 @@ def save_and_check(result: dict, out: Path, log=print) -> dict:
         raise GraphcError("the reloaded plan's predictions differ from the in-memory ones")
     log(f"reloaded {paths['inference plan'].name} in a fresh process: its {len(reloaded)} predictions match")
     result["accuracy"] = float((reloaded == test_y).mean())
+    paths.update(export_onnx(result, out / "model.onnx", expected, log))
     for ext in ("txt", "dot", "svg", "html"):
         paths[f"graph ({ext})"] = gc.viz.write(result["step"], out / f"graph.{ext}")
     return paths

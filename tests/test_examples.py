@@ -36,10 +36,12 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "predictions match" in done.stdout
     for name in ("train.graphc", "model.graphc", "graph.txt", "graph.dot", "graph.svg", "graph.html"):
         assert (out / name).stat().st_size > 0, name
+    # the test extra has onnx, so the demo writes its ONNX export too and imports it back
+    assert "exported model.onnx (open it in Netron) and imported it back: its predictions match" in done.stdout
     # every node names the demo's own model code, never the launcher (runpy, the console script)
     import graphc as gc
 
-    for name in ("train.graphc", "model.graphc"):
+    for name in ("train.graphc", "model.graphc", "model.onnx"):
         sources = {node.meta.get("source", "") for node in gc.load(out / name).graph.nodes}
         assert sources and all(s.startswith("demo.py:") for s in sources), (name, sorted(sources))
     text = (out / "graph.txt").read_text()
