@@ -49,22 +49,43 @@ class DataLoader:
     >>> batches = list(DataLoader(TensorDataset(np.arange(10)), batch_size=4))
     >>> [b[0].tolist() for b in batches]
     [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+    ``sampler``: any iterable of indices with ``__len__`` (e.g. a ``DistributedSampler``);
+    batches follow its order, read once per epoch (per ``iter(loader)``), and it excludes
+    ``shuffle=True`` (the sampler decides the order, as in PyTorch).
+
+    >>> from graphc.data import DistributedSampler
+    >>> ds = TensorDataset(np.arange(10))
+    >>> loader = DataLoader(ds, batch_size=2, sampler=DistributedSampler(ds, num_replicas=2, rank=1, shuffle=False))
+    >>> len(loader), [b[0].tolist() for b in loader]
+    (3, [[1, 3], [5, 7], [9]])
     """
 
-    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, seed=None):
+    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, seed=None,
+                 sampler=None):
         if batch_size < 1:
             raise GraphcError(f"batch_size must be >= 1, got {batch_size}")
-        self.dataset, self.batch_size = dataset, batch_size
+        if sampler is not None and shuffle:
+            raise GraphcError("DataLoader: sampler option is mutually exclusive with shuffle")
+        self.dataset, self.batch_size, self.sampler = dataset, batch_size, sampler
         self.shuffle, self.drop_last = shuffle, drop_last
         self._rng = np.random.default_rng(seed)
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def __iter__(self):
+    def _order(self) -> np.ndarray:
+        """This epoch's indices: the sampler's (read once, so a set_epoch before iter counts),
+        else a fresh shuffle or range."""
+        if self.sampler is not None:
+            return np.fromiter((int(i) for i in self.sampler), dtype=np.int64)
         n = len(self.dataset)
-        order = self._rng.permutation(n) if self.shuffle else np.arange(n)
+        return self._rng.permutation(n) if self.shuffle else np.arange(n)
+
+    def __iter__(self):
+        order = self._order()
+        n = len(order)
         for start in range(0, n, self.batch_size):
             index = order[start:start + self.batch_size]
             if self.drop_last and len(index) < self.batch_size:
