@@ -75,7 +75,9 @@ class OpDef:
 
     ``infer(in_types, attrs) -> [out TensorType, ...]`` raises ShapeError on bad input.
     ``effects`` is ``"pure"``, ``"random"`` (draws from the plan's RNG; never CSE'd) or
-    ``"check"`` (raises on bad values; kept by DCE though nothing reads its output).
+    ``"check"`` (raises on bad values; kept by DCE though nothing reads its output) or
+    ``"collective"`` (talks to the other processes of a data-parallel job: never CSE'd or
+    folded, since every process must run it in the same order).
     """
 
     name: str

@@ -8,6 +8,7 @@ from ..ir.builder import Builder
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph
 from .autodiff import autodiff
+from .distributed import average_gradients
 from .guard import guard_finite as _guard, guard_values
 from .optimizers import append_optimizer
 from .rewrite import substitute
@@ -32,11 +33,15 @@ def _gradients(graph: Graph) -> dict:
 
 def differentiate(graph: Graph) -> Graph:
     """Append the backward graph of the loss (output 0) w.r.t. ``meta["training"]["wrt"]``;
-    in a traced step, replace each gradient placeholder by its gradient instead."""
+    in a traced step, replace each gradient placeholder by its gradient instead. With
+    ``meta["training"]["data_parallel"]`` the gradients are averaged over the processes
+    (passes/distributed.py) before the guard and the update read them."""
     meta = training_meta(graph)
     if "placeholders" in meta:
         return _fill_placeholders(graph, meta)
     out, grads = autodiff(graph, graph.outputs[0], list(meta["wrt"]))
+    if meta.get("data_parallel"):  # every process then applies the same, averaged gradients
+        grads.update(average_gradients(Builder(out), list(grads.items()), meta["data_parallel"]["bucket_bytes"]))
     out.meta[TRAINING] = {**meta, "grads": {p: g.name if g is not None else None for p, g in grads.items()}}
     return out
 
@@ -72,6 +77,8 @@ def _fill_placeholders(graph: Graph, meta: dict) -> Graph:
                 ttype = out.state[param].type
                 grads[param] = builder.emit1("full", [], {"shape": list(ttype.shape), "value": 0.0,
                                                           "dtype": ttype.dtype.name})
+        if meta.get("data_parallel"):  # averaged where the backward ends, before anything reads them
+            grads.update(average_gradients(builder, list(grads.items()), meta["data_parallel"]["bucket_bytes"]))
         placeholders = {id(values[e["value"]]) for e in entries}
         at = next((i for i, n in enumerate(out.nodes) if any(id(v) in placeholders for v in n.inputs)), len(out.nodes))
         diffed.nodes = out.nodes[:at] + diffed.nodes[len(out.nodes):] + out.nodes[at:]

@@ -654,6 +654,20 @@ def _shape_table():
     return t
 
 
+def _collective_table() -> list[OpInfo]:
+    """In one process (the tests') a collective is the identity; what it does across processes
+    is tests/test_distributed.py's (mpiexec -n 2). Last, so its draws shift no other entry."""
+    same = lambda ins, attrs: [a.copy() for a in ins]  # noqa: E731
+    why = "a collective over MPI processes: the identity in one process; 2 processes in test_distributed.py"
+    return [OpInfo("allreduce", no_torch=why, samples=[
+        S([randn(2, 3)], same, "mean", {"op": "mean"}),
+        S([randn(2, 3), randn(4)], same, "bucket of two", {"op": "mean"}),
+        S([randn(3, 2)], same, "sum", {"op": "sum"}),
+        S([strided(randn(3, 4))], same, "noncontig", {"op": "mean"}),
+        S([randn(2, 2, dtype=F64)], same, "f64", {"op": "sum"}),
+    ])]
+
+
 def build_table() -> dict[str, OpInfo]:
     """Every family's entries, in this order (the order the seeded inputs are drawn in)."""
     from op_table_grad import backward_table, fused_table  # these need the helpers above: import here
@@ -662,7 +676,7 @@ def build_table() -> dict[str, OpInfo]:
 
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
-                  nn_table, backward_table, fused_table, _shape_table, loss_table):
+                  nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
             table[info.op] = info
