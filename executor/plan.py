@@ -10,6 +10,8 @@ plan that updates state (training) run one at a time, as the steps must be seque
 """
 from __future__ import annotations
 
+import os
+
 import contextlib
 import math
 import threading
@@ -258,10 +260,22 @@ class Plan:
     def save(self, path) -> None:
         """Write the plan (graph, weights, optimizer/BN/RNG state, step) to one file, a msgpack
         header followed by the tensors as one raw section, atomically; ``gc.load(path)`` runs it
-        with no model code."""
+        with no model code. In a data-parallel job every process calls ``save`` with the same
+        path and rank 0 writes the file; a call from one process alone is a GraphcError after
+        the process group's timeout."""
+        from .comm import agree, group
         from .serialize import save_plan
 
-        save_plan(self, path, self.metadata)
+        pg = group()
+        if pg is None or pg.size == 1 or not any(n.op == "allreduce" for n in self.graph.nodes):
+            save_plan(self, path, self.metadata)
+            return
+        # A data-parallel plan: every process holds the same state, so rank 0 writes the one
+        # file (the same as a single process's) and the barrier keeps the others from racing it.
+        agree(pg, os.fspath(path), f"plan.save({os.fspath(path)!r})")
+        if pg.rank == 0:
+            save_plan(self, path, self.metadata)
+        pg.comm.Barrier()
 
     def __repr__(self) -> str:
         return f"<Plan {self.kind} {self.graph.name}: {len(self.graph.nodes)} nodes on {self.device}>"

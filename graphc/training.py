@@ -5,6 +5,7 @@ from __future__ import annotations
 from .executor import Plan
 from .ir.errors import GraphcError
 from .nn.module import Module
+from .nn.parallel import data_parallel_spec
 from .optim.optimizer import Optimizer
 from .executor.run_node import run_graph_node
 from .passes.manager import run_pipeline
@@ -47,6 +48,9 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     # like PyTorch, parameters with requires_grad=False get no gradient and are not updated
     wrt = [name for group in groups for name in group["params"] if getattr(tensors[name], "requires_grad", True)]
     graph.meta[TRAINING] = {"wrt": wrt, "groups": groups}
+    parallel = data_parallel_spec(model)
+    if parallel:
+        graph.meta[TRAINING]["data_parallel"] = parallel
     skip = () if check_finite else ("guard_finite",)
     return run_pipeline(graph, "training", passes, run_graph_node, verify, skip), tracer
 
@@ -97,6 +101,8 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     stepped = graph.meta.get(TRAINING, {}).get("placeholders")
     if not stepped:
         graph.meta.pop(TRAINING, None)
+    elif data_parallel_spec(root):
+        graph.meta[TRAINING]["data_parallel"] = data_parallel_spec(root)
     skip = () if check_finite else ("guard_finite",)
     graph = run_pipeline(graph, "step" if stepped else "inference", passes, run_graph_node, verify, skip)
     optimizer = tracer.optimizer

@@ -1,5 +1,5 @@
 """``graphc.nn``: modules with PyTorch's API, plus ``graphc.nn.functional``."""
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
                          Softplus, Tanh)
 from .containers import Identity, ModuleDict, ModuleList, Sequential
@@ -9,13 +9,14 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
                    SmoothL1Loss)
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .sync_batchnorm import SyncBatchNorm
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
     "CrossEntropyLoss", "Dropout", "Dropout2d", "ELU", "Embedding", "Flatten", "GELU", "GroupNorm", "Hardswish",
     "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
-    "Tanh", "Unflatten", "functional", "init", "utils",
+    "SyncBatchNorm", "Tanh", "Unflatten", "functional", "init", "parallel", "utils",
     # losses
     "BCELoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss", "SmoothL1Loss",
 ]

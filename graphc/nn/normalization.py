@@ -33,12 +33,15 @@ class _BatchNorm(Module):
         else:
             self.running_mean = self.running_var = self.num_batches_tracked = None
 
-    def forward(self, x):
+    def _check_input(self, x) -> None:
         if x.ndim not in self._ranks:
             raise ShapeError(f"{type(self).__name__} expects a {' or '.join(f'{r}-D' for r in self._ranks)} "
                              f"input, got {x.ndim}-D {tuple(x.shape)}")
         if x.shape[1] != self.num_features:
             raise ShapeError(f"{type(self).__name__}({self.num_features}) got {x.shape[1]} channels")
+
+    def forward(self, x):
+        self._check_input(x)
         use_batch_stats = self.training or not self.track_running_stats
         if self.training and self.track_running_stats:
             F.assign(self.num_batches_tracked, self.num_batches_tracked + 1)
