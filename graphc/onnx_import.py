@@ -11,7 +11,6 @@ then run (BN folding, constant folding, the Linear/Conv + ReLU fusions).
 """
 from __future__ import annotations
 
-import collections
 import math
 import os
 import re
@@ -41,13 +40,13 @@ def import_onnx(path, device: str = "cpu", memory_budget=None):
     where = os.fspath(path)
     model = read_model(where, memory_budget)
     budget = memory_budget or int(physical_memory() * DEFAULT_FRACTION)  # arrays made while importing are host ones
-    graph = ModelReader(model, os.path.basename(where), budget).to_graph()
+    reader = ModelReader(model, os.path.basename(where), budget)
+    graph = reader.to_graph()
     refuse_oversized(graph, budget)  # before constant folding computes any of it
     graph = run_pipeline(graph, "import", "default", run_graph_node)
     plan = Plan(graph, {}, device=device, seed=next_seed(), kind="inference", memory_budget=memory_budget)
     made_by = " ".join(p for p in (model.producer_name, model.producer_version) if p) or "an unnamed producer"
-    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    plan.producer = clip(f"ONNX opset {opset} from {made_by}", 200)  # what `graphc inspect` shows
+    plan.producer = clip(f"ONNX opset {reader.opset} from {made_by}", 200)  # what `graphc inspect` shows
     return plan
 
 
@@ -85,27 +84,29 @@ def read_model(where: str, memory_budget=None):
 
 
 def _check_structure(model, where: str) -> None:
-    """Refuse what graphc will not read: external data, sparse tensors, local functions,
-    other domains' opsets, opsets outside IMPORT_OPSETS."""
+    """Refuse what graphc will not read: sparse tensors, local functions, opsets outside
+    IMPORT_OPSETS. (Each tensor is checked as it is read: :func:`tensor_array`.)"""
     if model.functions:
         raise GraphcError(f"{where}: model-local functions ({model.functions[0].name!r}, ...) are not supported")
-    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
-    version = opsets.get("ai.onnx")
+    version = default_opset(model)
     if version not in IMPORT_OPSETS:
         raise GraphcError(f"{where}: ONNX opset {version} is not supported; graphc imports default-domain opsets "
                           f"{IMPORT_OPSETS.start}-{IMPORT_OPSETS.stop - 1}")
     if model.graph.sparse_initializer:
         raise GraphcError(f"{where}: sparse initializers are not supported")
-    for tensor in model.graph.initializer:
-        check_tensor(tensor, where, f"initializer {show(tensor.name)}")
+
+
+def default_opset(model) -> int | None:
+    """The version of the default (``ai.onnx``) domain the model imports."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
 def check_tensor(tensor, where: str, what: str) -> None:
     """A tensor's data must be inside the file and exactly as large as its dims say."""
     if tensor.data_location == 1 or tensor.external_data:  # TensorProto.EXTERNAL
         location = next((e.value for e in tensor.external_data if e.key == "location"), "?")
-        raise GraphcError(f"{where}: {what} keeps its data in another file ('{clip(location, 200)}'); graphc never reads "
-                          "files an ONNX model names (save the model with its data inside it)")
+        raise GraphcError(f"{where}: {what} keeps its data in another file ('{clip(location, 200)}'); graphc never "
+                          "reads files an ONNX model names (save the model with its data inside it)")
     dtype = _NUMPY_DTYPES.get(tensor.data_type) or _STATIC_ONLY_DTYPES.get(tensor.data_type)
     if dtype is None:
         raise GraphcError(f"{where}: {what} has ONNX element type {tensor.data_type}, which graphc cannot hold")
@@ -114,10 +115,8 @@ def check_tensor(tensor, where: str, what: str) -> None:
     count = int(np.prod(tensor.dims, dtype=object)) if tensor.dims else 1
     if tensor.HasField("raw_data"):
         have, want = len(tensor.raw_data), count * np.dtype(dtype).itemsize
-    else:
+    else:  # one entry per value (float16 values are packed one per int32)
         have, want = len(getattr(tensor, _TYPED_FIELDS[tensor.data_type])), count
-        if tensor.data_type == 10:  # float16 values are packed one per int32
-            want = count
     if have != want:
         raise GraphcError(f"{where}: {what} declares shape {list(tensor.dims)} ({want} "
                           f"{'bytes' if tensor.HasField('raw_data') else 'values'}) but holds {have}")
@@ -167,14 +166,11 @@ class ModelReader:
     def __init__(self, model, filename: str, budget: int):
         self.onnx = onnx_module()
         self.model, self.where, self.budget = model, filename, budget
-        self.opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+        self.opset = default_opset(model)
         self.graph = Graph(_clean_name(model.graph.name, "onnx_model"))
         self.builder = Builder(self.graph)
         self.env: dict = {}  # ONNX value name -> graph Value or np.ndarray (known while importing)
         self.array_names: dict = {}  # id(array) -> (array, the initializer's name): constants keep it
-        self.producers: dict = {}  # id(Value) -> the node that computed it
-        self.uses = collections.Counter(name for n in model.graph.node for name in n.input)
-        self.uses.update(o.name for o in model.graph.output)
         self.constants: dict = {}  # id(array) -> (array, its graph constant), made once however often it is used
         self.node = None
         self.meta: dict = {}
@@ -217,8 +213,8 @@ class ModelReader:
                 dims.append(BATCH)
             else:
                 raise GraphcError(f"{self.where}: input {show(info.name)} has a dynamic dim {axis} "
-                                  f"({clip(dim.dim_param or 'unnamed', 60)}); graphc plans have one dynamic dim, the leading "
-                                  "batch dim")
+                                  f"({clip(dim.dim_param or 'unnamed', 60)}); graphc plans have one dynamic dim, "
+                                  "the leading batch dim")
         dtype = DType.from_any(np.dtype(_NUMPY_DTYPES[tensor_type.elem_type]))
         name = self.graph.unique_name(_clean_name(info.name, "input"))
         self.env[info.name] = self.graph.add_input(Value(name, TensorType(tuple(dims), dtype)))
@@ -290,19 +286,13 @@ class ModelReader:
                              f"budget of {self.budget} bytes")
 
     def emit(self, op: str, inputs: list, attrs: dict | None = None) -> Value:
-        out = self.builder.emit1(op, [self.value(x) for x in inputs], attrs or {}, self.meta)
-        self.producers[id(out)] = self.graph.nodes[-1]
-        return out
+        return self.builder.emit1(op, [self.value(x) for x in inputs], attrs or {}, self.meta)
 
     def name_like(self, derived: np.ndarray, source) -> np.ndarray:
         """``derived`` (a transposed or reshaped weight) keeps ``source``'s initializer name."""
         if id(source) in self.array_names:
             self.array_names[id(derived)] = (derived, self.array_names[id(source)][1])
         return derived
-
-    def single_use(self, position: int) -> bool:
-        """Whether the node's input ``position`` feeds nothing else (so it may be fused)."""
-        return self.uses[self.node.input[position]] == 1
 
     def value(self, x) -> Value:
         """A graph Value for ``x``: static arrays become constants of the graph."""

@@ -39,23 +39,8 @@ def _binary(op: str):
             if op == "div":
                 return [_int_div(a, b) if np.asarray(a).dtype.kind in "iu" else np.divide(a, b)]
             return [_NUMPY_BINARY[op](a, b)]
-        if op == "add":
-            biased = _linear_bias(r, a, b, 0) or _linear_bias(r, b, a, 1)
-            if biased is not None:
-                return [biased]
         return [r.emit(op, [a, b])]
     return read
-
-
-def _linear_bias(r, product, bias, position: int):
-    """``MatMul(x, W) + b`` (how ``nn.Linear`` on 3-D inputs exports) is one ``linear``: the
-    bias joins the linear node when nothing else reads the product."""
-    node = r.producers.get(id(product)) if isinstance(product, Value) else None
-    if (node is None or node.op != "linear" or len(node.inputs) != 2 or not _known(bias) or np.ndim(bias) != 1
-            or np.shape(bias)[0] != _shape(product)[-1] or not r.single_use(position)):
-        return None
-    node.inputs.append(r.value(bias))
-    return product
 
 
 def _variadic(op: str):
@@ -86,10 +71,7 @@ def _scalar(r, x, value) -> np.ndarray:
 
 
 def _reciprocal(r, args):
-    node = r.producers.get(id(args[0])) if isinstance(args[0], Value) else None
-    if node is not None and node.op == "sqrt" and r.single_use(0):  # 1 / sqrt(x), as rsqrt exports
-        return [r.emit("rsqrt", node.inputs)]  # the sqrt node is left unused; dce drops it
-    return [r.emit("div", [_scalar(r, args[0], 1.0), args[0]])]
+    return [r.emit("div", [_scalar(r, args[0], 1.0), args[0]])]  # with a Sqrt before it, fuse_rsqrt makes rsqrt
 
 
 def _leaky_relu(r, args):

@@ -12,7 +12,8 @@ names keeps the named ones). Every pass records its name and node counts in
   since ``optimizer.step()`` recorded the update while tracing
 - export: freeze (parameters become constants) -> fold_bn -> fold_constants -> cse -> dce ->
   fusions
-- import (an ONNX model): export without freeze, since its weights are constants already
+- import (an ONNX model): export without freeze, since its weights are constants already, and
+  with fuse_linear_bias and fuse_rsqrt, which put ONNX's spellings back into graphc's ops
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..ir.graph import Graph
 from ..ir.verify import verify as verify_graph
 from .cleanup import cse, dce, fold_constants
 from .freeze import fold_bn
-from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_relu
+from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_bias, fuse_linear_relu, fuse_rsqrt
 from .training import TRAINING, apply_optimizer, differentiate, guard_finite
 
 
@@ -43,7 +44,8 @@ PIPELINES = {
              Step("guard_finite", True), Step("cse"), Step("dce")],
     "export": [Step("freeze", True), Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
     # an imported ONNX model: already frozen (its weights are constants)
-    "import": [Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
+    "import": [Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), Step("fuse_linear_bias"),
+               Step("fuse_rsqrt"), *_FUSIONS],
 }
 OPTIONAL = {s.name for steps in PIPELINES.values() for s in steps if not s.required}
 INFERENCE_DEFAULT = [s.name for s in PIPELINES["inference"]]
@@ -52,7 +54,8 @@ INFERENCE_DEFAULT = [s.name for s in PIPELINES["inference"]]
 def pass_table(evaluate=None) -> dict:
     """Name -> ``Graph -> Graph``. ``evaluate(node, arrays)`` runs a node (for folding)."""
     table = {"dce": dce, "cse": cse, "fuse_linear_relu": fuse_linear_relu, "fuse_conv_bn": fuse_conv_bn,
-             "fuse_conv_relu": fuse_conv_relu, "fold_bn": fold_bn, "autodiff": differentiate,
+             "fuse_conv_relu": fuse_conv_relu, "fuse_linear_bias": fuse_linear_bias, "fuse_rsqrt": fuse_rsqrt,
+             "fold_bn": fold_bn, "autodiff": differentiate,
              "guard_finite": guard_finite, "optimizer": apply_optimizer}
     if evaluate is not None:
         table["fold_constants"] = partial(fold_constants, evaluate=evaluate)

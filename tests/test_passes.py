@@ -21,7 +21,7 @@ from graphc.executor.run_node import run_graph_node as evaluate_node
 from graphc.passes import manager
 from graphc.passes.cleanup import cse, dce, fold_constants
 from graphc.passes.freeze import fold_bn, freeze
-from graphc.passes.fusion import fuse_conv_bn, fuse_linear_relu
+from graphc.passes.fusion import fuse_conv_bn, fuse_linear_bias, fuse_linear_relu, fuse_rsqrt
 from graphc.training import build_training_graph
 
 # passes="none" vs default, float32: max |a - b| <= RTOL * max |b| per tensor (scale-relative,
@@ -378,6 +378,36 @@ def test_fuse_linear_relu_not_when_linear_is_a_graph_output():
     g = gc.trace(LinearAlsoOutput(), X2)
     assert ops(g) == ["linear", "relu"]
     assert text(fuse_linear_relu(g)) == text(g)
+
+
+# ---- fuse_linear_bias, fuse_rsqrt (the import pipeline's) ----------------------------------------
+W34, B3 = np.ones((3, 4), np.float32), np.arange(3, dtype=np.float32)
+
+
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_fuse_linear_bias_either_operand_order(bias_first):
+    g = gc.trace(lambda x, w, b: b + F.linear(x, w) if bias_first else F.linear(x, w) + b, X2, W34, B3)
+    out = fuse_linear_bias(g)
+    assert ops(out) == ["linear"] and [v.name for v in out.nodes[0].inputs] == ["x", "w", "b"]
+    assert out.nodes[0].meta["fused"] == "linear+add"  # numbers: test_onnx_import's round trips, bit-identical
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w, b: F.linear(x, w) + b[:2].sum(),  # a scalar, not a (features,) bias
+    lambda x, w, b: F.linear(x, w, b) + b,  # the linear has its bias already
+    lambda x, w, b: (F.linear(x, w) + b) * F.linear(x, w).sum(),  # cse: the product has two users
+])
+def test_fuse_linear_bias_leaves_other_adds(fn):
+    g = cse(gc.trace(fn, X2, W34, B3))
+    assert text(fuse_linear_bias(g)) == text(g)
+
+
+def test_fuse_rsqrt_only_for_a_numerator_of_one():
+    g = gc.trace(lambda x: 1.0 / x.abs().sqrt() + 2.0 / x.abs().sqrt(), X2)
+    assert ops(fuse_rsqrt(cse(g))) == ops(cse(g))  # sqrt has two users after cse
+    out = fuse_rsqrt(gc.trace(lambda x: 1.0 / x.abs().sqrt(), X2))
+    assert ops(out) == ["abs", "rsqrt"] and out.nodes[1].meta["pass"] == "fuse_rsqrt"
+    assert ops(fuse_rsqrt(gc.trace(lambda x: 2.0 / x.abs().sqrt(), X2))) == ["abs", "sqrt", "div"]
 
 
 # ---- fuse_conv_bn (eval form) ------------------------------------------------------------------
