@@ -2,6 +2,8 @@
 data-parallel job (graphc.distributed), as PyTorch's."""
 from __future__ import annotations
 
+import math
+
 from ..autograd import no_grad
 from ..dispatch import apply
 from . import functional as F
@@ -20,8 +22,9 @@ def sync_batch_norm(x, running_mean, running_var, weight, bias, momentum: float,
     """
     dims = [0] + list(range(2, x.ndim))
     per_channel = [1, x.dims[1]] + [1] * (x.ndim - 2)
-    ones = F._constant_block(x, [x.dims[0]] + list(x.dims[2:]), 1.0)  # the local element count, as a tensor
-    total, total_sq, count = apply("allreduce", [x.sum(dims), (x * x).sum(dims), ones.sum()], {"op": "sum"})
+    # the local element count as a tensor (the batch dim may be symbolic): N entries of H*W each
+    per_sample = F._constant_block(x, [x.dims[0]], float(math.prod(x.dims[2:])))
+    total, total_sq, count = apply("allreduce", [x.sum(dims), (x * x).sum(dims), per_sample.sum()], {"op": "sum"})
     mean = total / count
     var = total_sq / count - mean * mean
     scale = (var + eps).rsqrt()
