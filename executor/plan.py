@@ -10,10 +10,9 @@ plan that updates state (training) run one at a time, as the steps must be seque
 """
 from __future__ import annotations
 
-import os
-
 import contextlib
 import math
+import os
 import threading
 
 import numpy as np
@@ -63,6 +62,7 @@ class Plan:
         # refused step; reading the generator's state every step elsewhere would be wasted.
         effects = {get_op(n.op).effects for n in graph.nodes}
         self._guards_rng = {"random", "check"} <= effects
+        self._collective = "collective" in effects  # data-parallel: save() is a collective call too
         self._none_outputs = tuple(graph.meta.get("none_outputs", ()))  # the traced function returned None there
         self._returns_all = graph.meta.get("returns") == "all"  # a compiled step function: what it returned
         self._last_batch = None
@@ -267,7 +267,7 @@ class Plan:
         from .serialize import save_plan
 
         pg = group()
-        if pg is None or pg.size == 1 or not any(n.op == "allreduce" for n in self.graph.nodes):
+        if pg is None or pg.size == 1 or not self._collective:
             save_plan(self, path, self.metadata)
             return
         # A data-parallel plan: every process holds the same state, so rank 0 writes the one
