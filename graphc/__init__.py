@@ -33,7 +33,7 @@ globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
 from .serialization import save  # noqa: E402
-from . import data, debug, optim  # noqa: E402
+from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
 from .executor import Plan  # noqa: E402
 
