@@ -144,12 +144,13 @@ class TapeEntry:
     PyTorch. ``outputs`` are the forward results (the vjp rules read them). ``freed`` once a
     backward without ``retain_graph`` has used it."""
 
-    __slots__ = ("op", "attrs", "inputs", "versions", "outputs", "source", "freed")
+    __slots__ = ("op", "attrs", "inputs", "versions", "outputs", "source", "freed", "data_parallel")
 
     def __init__(self, op, attrs, inputs, outputs, source):
         self.op, self.attrs, self.inputs, self.outputs, self.source = op, attrs, inputs, outputs, source
         self.versions = [getattr(t, "_version", 0) for t in inputs]
         self.freed = False
+        self.data_parallel = None  # set by DistributedDataParallel on its outputs: (bucket bytes, parameters)
 
 
 def needs_recording(tensors) -> bool:
@@ -182,10 +183,12 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False, input
         raise GraphcError("element 0 of tensors does not require grad and does not have a grad_fn: the value was "
                           "computed without any tensor that requires grad, or inside gc.no_grad()", where)
     gradient = _seed(tensor, gradient, where)
-    graph, env, leaves, loss, recorded = _rebuild(tensor, gradient, where)
+    entries = _entries(tensor, where)
+    graph, env, leaves, loss, recorded = _rebuild(tensor, entries, gradient, where)
     from .passes.autodiff import autodiff
 
     graph, grads = autodiff(graph, loss, list(leaves))
+    grads.update(_average_data_parallel(graph, grads, leaves, entries))
     backend = backend_of(tensor.array)
     for node in graph.nodes[recorded:]:  # the seed's nodes (a gradient argument, a sum), then the backward
         arrays = [env[id(v)] if id(v) in env else backend.asarray(graph.constant_data[v.name]) for v in node.inputs]
@@ -234,14 +237,28 @@ def _entries(tensor, where) -> list:
     return order
 
 
-def _rebuild(tensor, gradient, where):
+def _average_data_parallel(graph, grads: dict, leaves: dict, entries: list) -> dict:
+    """The gradients of a DistributedDataParallel module's parameters averaged over the
+    processes, by the same ``allreduce`` buckets as a compiled plan; {} when no entry behind
+    the loss came out of such a module."""
+    from .passes.distributed import average_gradients
+
+    tags = [entry.data_parallel for entry in entries if entry.data_parallel is not None]
+    if not tags:
+        return {}
+    params = set().union(*(ids for _, ids in tags))
+    named = [(name, grad) for name, grad in grads.items() if id(leaves[name]) in params]
+    return average_gradients(Builder(graph), named, min(size for size, _ in tags))
+
+
+def _rebuild(tensor, entries, gradient, where):
     """The recorded computation as a Graph: ``(graph, arrays by value id, {state name: leaf
     tensor}, the scalar to differentiate, how many nodes were recorded)``; the nodes after
     those (the seed's) have not run yet."""
     graph = Graph("backward")
     env, values, leaves = {}, {}, {}
     entry_values = {}
-    for count, entry in enumerate(_entries(tensor, where)):
+    for count, entry in enumerate(entries):
         for t, version in zip(entry.inputs, entry.versions):
             if t._version != version:
                 raise GraphcError(f"a tensor that {entry.op} (at {entry.source}) saved for the gradient was changed "
@@ -252,7 +269,8 @@ def _rebuild(tensor, gradient, where):
         for value, array in zip(outputs, entry.outputs):
             env[id(value)] = array
         entry_values[id(entry)] = outputs
-        graph.nodes.append(Node(entry.op, inputs, outputs, entry.attrs, {"source": entry.source} if entry.source else {}))
+        meta = {"source": entry.source} if entry.source else {}
+        graph.nodes.append(Node(entry.op, inputs, outputs, entry.attrs, meta))
     loss = entry_values[id(tensor._grad_fn[0])][tensor._grad_fn[1]]
     builder = Builder(graph)
     if gradient is not None:  # d(sum(out * g)) is the vector-Jacobian product with g

@@ -32,7 +32,29 @@ def accuracy(plan, images: np.ndarray, labels: np.ndarray) -> float:
     return float((logits.argmax(axis=1) == labels).mean())
 
 
-def train(args, log=print) -> dict:
+def data_parallel(model, train_set, args):
+    """(the module the step calls, the loader, its sampler) for one process of a
+    ``--processes N`` job: batch norm over the global batch, gradients averaged in the plan,
+    each process reading its 1/N of every global batch of ``--batch-size`` images."""
+    from . import nn
+    from .data import DataLoader, DistributedSampler
+
+    sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
+    loader = DataLoader(train_set, batch_size=args.batch_size // args.processes, sampler=sampler)
+    return nn.parallel.DistributedDataParallel(model), loader, sampler
+
+
+def mean_over_processes(value: float) -> float:
+    from . import distributed as dist
+
+    total = np.array([value])
+    dist.all_reduce(total, dist.ReduceOp.AVG)
+    return float(total[0])
+
+
+def train(args, log=print, rank: int = 0) -> dict:
+    """Train the demo model; with ``args.processes > 1`` this is one process of the data-parallel
+    job (graphc.distributed initialized), and only rank 0 logs and evaluates."""
     import graphc as gc
     from tqdm import tqdm
 
@@ -41,8 +63,12 @@ def train(args, log=print) -> dict:
 
     gc.manual_seed(args.seed)
     train_set, test_set = datasets.digits("train"), datasets.digits("test")
-    loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, seed=args.seed)
-    model = build_model()
+    model, sampler = build_model(), None
+    if args.processes > 1:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        net, loader, sampler = data_parallel(model, train_set, args)
+    else:
+        net, loader = model, DataLoader(train_set, batch_size=args.batch_size, shuffle=True, seed=args.seed)
     opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     # A floor (eta_min) so the saved plan never holds lr 0: resuming it keeps learning.
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs, eta_min=1e-3)
@@ -52,7 +78,7 @@ def train(args, log=print) -> dict:
 
     def train_step(x, y):  # the classic PyTorch loop body, unchanged
         opt.zero_grad()
-        loss = criterion(model(x), y)
+        loss = criterion(net(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -69,18 +95,22 @@ def train(args, log=print) -> dict:
     infer = gc.compile(evaluate, example_inputs=(xb,), device=args.device)
     model.train()
 
-    step_times, quiet = [], not sys.stderr.isatty()
+    step_times, quiet = [], rank != 0 or not sys.stderr.isatty()
     (train_x, train_y), (test_x, test_y) = train_set.arrays, test_set.arrays
     for epoch in range(1, args.epochs + 1):
         model.train()
+        if sampler is not None:
+            sampler.set_epoch(epoch)  # a new shuffle each epoch, the same in every process
         losses = []
         for x, y in tqdm(loader, desc=f"epoch {epoch}", leave=False, disable=quiet, unit="step"):
             t0 = time.perf_counter()
             losses.append(float(step(x, y)))
             step_times.append(time.perf_counter() - t0)
         sched.step()  # the lr is a plan input: no recompiling
-        log(f"epoch {epoch:>2}: loss {np.mean(losses):.4f}  train acc {accuracy(infer, train_x, train_y):.3f}  "
-            f"test acc {accuracy(infer, test_x, test_y):.3f}")
+        loss = mean_over_processes(np.mean(losses)) if sampler is not None else np.mean(losses)
+        if rank == 0:  # the others train on; rank 0 evaluates the weights they all hold
+            log(f"epoch {epoch:>2}: loss {loss:.4f}  train acc {accuracy(infer, train_x, train_y):.3f}  "
+                f"test acc {accuracy(infer, test_x, test_y):.3f}")
     model.eval()
     return {"model": model, "step": step, "test": (test_x, test_y), "example": xb, "compile_s": compile_s,
             "step_ms": statistics.median(step_times) * 1e3}
@@ -105,13 +135,16 @@ def export_onnx(result: dict, path: Path, expected: np.ndarray, log=print) -> di
     return {"ONNX model": path}
 
 
-def save_and_check(result: dict, out: Path, log=print) -> dict:
-    """Save the training plan, export the inference plan, reload it in a fresh process."""
+def save_and_check(result: dict, out: Path, log=print, rank: int = 0) -> dict:
+    """Save the training plan, export the inference plan, reload it in a fresh process. In a
+    data-parallel job every process saves (rank 0 writes the file) and rank 0 does the rest."""
     import graphc as gc
 
     out.mkdir(parents=True, exist_ok=True)
     paths = {"training plan": out / "train.graphc", "inference plan": out / "model.graphc"}
     result["step"].save(paths["training plan"])
+    if rank != 0:
+        return {}
     exported = gc.export(result["model"], (result["example"],), paths["inference plan"])
     test_x, test_y = result["test"]
     expected = exported.backend.to_numpy(exported(test_x)).argmax(axis=1)
@@ -158,20 +191,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default="graphc-demo", metavar="FOLDER",
                         help="folder for the saved plans and graph drawings, created if missing "
                              "(default: %(default)s)")
+    parser.add_argument("--processes", type=at_least("--processes", 1), default=None, metavar="N",
+                        help="train data-parallel in N processes over MPI (needs graphc[mpi]); --batch-size "
+                             "is then the global batch. Under mpiexec it defaults to the job's size, else 1")
     parser.add_argument("--seed", type=at_least("--seed", 0), default=0,
                         help="seed for the weights, shuffling and dropout (default: %(default)s)")
     return parser
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    check_output_folder(Path(args.out))
-    start = time.perf_counter()
-    result = train(args)
-    paths = save_and_check(result, Path(args.out))
+def finish(args, result: dict, rank: int = 0) -> int:
+    """Save and check the plans (rank 0 of a data-parallel job) and print the summary."""
+    paths = save_and_check(result, Path(args.out), rank=rank)
+    if rank != 0:
+        return 0
     print(f"\ntest accuracy: {result['accuracy']:.3f}")
     for what, path in paths.items():
         print(f"{what + ':':<17} {path}")
+    if args.processes > 1:
+        print(f"processes:        {args.processes} (each {args.batch_size // args.processes} of every "
+              f"{args.batch_size} images)")
     print(f"compile time:     {result['compile_s']:.2f} s\nstep time:        {result['step_ms']:.2f} ms (median)")
-    print(f"total time:       {time.perf_counter() - start:.1f} s")
+    print(f"total time:       {time.perf_counter() - args.start:.1f} s")
     return 0
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    check_output_folder(Path(args.out))
+    args.start = time.perf_counter()
+    from . import demo_parallel, distributed
+
+    if distributed.launched_by_mpiexec():  # one process of a job: join it
+        return demo_parallel.run_process(args, train, finish)
+    if (args.processes or 1) > 1:
+        return demo_parallel.launch(args.processes, argv)
+    args.processes = 1
+    return finish(args, train(args))

@@ -47,14 +47,16 @@ def setup(kind: str, sync: bool = False):
     return model, opt
 
 
-def train(kind: str, sync: bool, ranks: int, rank: int, traced_step: bool = False) -> dict:
-    """Train STEPS steps on this rank's shares; returns the model's final state."""
+def train(kind: str, sync: bool, ranks: int, rank: int, mode: str = "module") -> dict:
+    """Train STEPS steps on this rank's shares; returns the model's final state and the plan.
+    ``mode``: "module" compiles (model, loss, optimizer), "step" a traced train_step, "eager"
+    runs the train_step eagerly (no plan)."""
     model, opt = setup(kind, sync)
     net = nn.parallel.DistributedDataParallel(model) if ranks > 1 else model
     xs, ys = data(kind)
     share = GLOBAL_BATCH // ranks
     x0, y0 = xs[0, :share], ys[0, :share]
-    if traced_step:
+    if mode in ("step", "eager"):
         loss_fn = nn.CrossEntropyLoss()
 
         def train_step(x, y):
@@ -64,13 +66,14 @@ def train(kind: str, sync: bool, ranks: int, rank: int, traced_step: bool = Fals
             opt.step()
             return loss
 
-        step = gc.compile(train_step, (x0, y0))
+        step = gc.compile(train_step, (x0, y0)) if mode == "step" else train_step
     else:
         step = gc.compile(net, (x0, y0), nn.CrossEntropyLoss(), opt)
     for i in range(STEPS):
         lo = rank * share
-        step(xs[i, lo:lo + share], ys[i, lo:lo + share])
-    return {k: np.array(v) for k, v in model.state_dict().items()}, step
+        x, y = xs[i, lo:lo + share], ys[i, lo:lo + share]
+        step(*((gc.tensor(x), gc.tensor(y)) if mode == "eager" else (x, y)))
+    return {k: np.array(v) for k, v in model.state_dict().items()}, (step if mode != "eager" else None)
 
 
 def main(scenario: str, out: str) -> None:
@@ -113,9 +116,11 @@ def main(scenario: str, out: str) -> None:
         except gc.GraphcError as e:
             print(f"rank {rank} refused: {e}")
         return
-    kind, _, variant = scenario.partition("_")  # mlp, mlp_step, cnn_sync, cnn_local
-    state, step = train(kind, variant == "sync", ranks, rank, traced_step=variant == "step")
-    step.save(out.replace(".npz", ".graphc"))  # every rank calls save; rank 0 writes
+    kind, _, variant = scenario.partition("_")  # mlp, mlp_step, mlp_eager, cnn_sync, cnn_local
+    mode = variant if variant in ("step", "eager") else "module"
+    state, step = train(kind, variant == "sync", ranks, rank, mode)
+    if step is not None:
+        step.save(out.replace(".npz", ".graphc"))  # every rank calls save; rank 0 writes
     if variant == "local":  # without SyncBatchNorm each rank keeps its own statistics
         for name in ("1.running_mean", "1.running_var", "0.weight"):
             every = np.zeros((ranks, *state[name].shape), np.float32)

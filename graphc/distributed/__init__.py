@@ -51,6 +51,19 @@ def _mpi():
     return MPI
 
 
+def launched_by_mpiexec() -> bool:
+    """Whether ``mpiexec`` (or a cluster's launcher) started this process, so that
+    :func:`init_process_group` has a job to join."""
+    return any(name in os.environ for name in LAUNCHER_VARIABLES)
+
+
+def abort_job(code: int = 1) -> None:
+    """End every process of the job now (``MPI_Abort``): how a process that failed outside a
+    collective keeps the others from waiting for it forever."""
+    sys.stderr.flush()
+    _group().comm.Abort(code)
+
+
 def init_process_group(backend: str = "mpi", init_method=None, timeout=None, world_size: int = -1, rank: int = -1):
     """Join the job this process was launched into by ``mpiexec``: rank and world size come from
     MPI. ``world_size`` and ``rank``, when given, must agree with MPI's. An uncaught exception in
@@ -61,7 +74,7 @@ def init_process_group(backend: str = "mpi", init_method=None, timeout=None, wor
                           "(backend='mpi'); on GPUs the buffers go through host memory (docs/distributed.md)")
     if group() is not None:
         raise GraphcError("init_process_group was called twice; the default process group is already initialized")
-    if not any(name in os.environ for name in LAUNCHER_VARIABLES):
+    if not launched_by_mpiexec():
         raise GraphcError("init_process_group: this process was not launched by mpiexec, so there is no job to join; "
                           "run `mpiexec -n 2 python script.py` (mpiexec comes with pip install 'graphc[mpi]')")
     mpi = _mpi()
@@ -82,7 +95,7 @@ def _abort_job_on_uncaught(previous, comm):
     def hook(kind, value, traceback):
         previous(kind, value, traceback)
         sys.stderr.flush()
-        comm.Abort(1)
+        comm.Abort(1)  # the group may be destroyed by now; the communicator is still there
     return hook
 
 
@@ -159,5 +172,5 @@ def check_same_everywhere(text: str, what: str) -> None:
     agree(_group(), text, what)
 
 
-__all__ = ["ReduceOp", "all_reduce", "barrier", "broadcast", "destroy_process_group", "get_rank", "get_world_size",
-           "init_process_group", "is_available", "is_initialized"]
+__all__ = ["ReduceOp", "abort_job", "all_reduce", "barrier", "broadcast", "destroy_process_group", "get_rank",
+           "get_world_size", "init_process_group", "is_available", "is_initialized", "launched_by_mpiexec"]

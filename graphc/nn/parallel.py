@@ -18,7 +18,8 @@ class DistributedDataParallel(Module):
     buckets of about ``bucket_cap_mb`` (one MPI message each, the output layers first, as
     PyTorch orders them), before the non-finite guard and the optimizer update: every process
     applies the same update. The state dict holds the model under ``module.``, as PyTorch's.
-    Eager ``loss.backward()`` does not average: compile the step (``gc.compile(train_step)``).
+    Eager ``loss.backward()`` through the wrapper's output averages the same way, with the
+    same ``allreduce`` buckets run eagerly.
 
     ``device_ids`` and ``output_device`` are accepted for PyTorch scripts and ignored (the model
     stays where it is).
@@ -46,7 +47,20 @@ class DistributedDataParallel(Module):
             dist.broadcast(tensor, src=0)
 
     def forward(self, *args, **kwargs):
-        return self.module(*args, **kwargs)
+        out = self.module(*args, **kwargs)
+        self._mark_for_eager_backward(out)
+        return out
+
+    def _mark_for_eager_backward(self, out) -> None:
+        """Tag the tape entries of eager outputs, so that a ``backward()`` through them averages
+        this module's gradients (traced outputs have no tape: the compiled plan averages)."""
+        from ..tensor import Tensor
+
+        outputs = out if isinstance(out, (tuple, list)) else (out.values() if isinstance(out, dict) else (out,))
+        params = frozenset(id(p) for p in self.module.parameters())
+        for t in outputs:
+            if isinstance(t, Tensor) and t._grad_fn is not None:
+                t._grad_fn[0].data_parallel = (self.bucket_bytes, params)
 
 
 def data_parallel_spec(model) -> dict | None:
