@@ -161,6 +161,9 @@ def check_meta(meta: dict) -> dict:
     if not (isinstance(nones, list) and len(nones) <= MAX_IO and all(type(i) is int and i >= 0 for i in nones)
             and nones == sorted(set(nones))):
         fail("graph.meta.none_outputs should be an increasing list of output positions")
+    checks = meta.get("verification", [])  # verify="numeric": one record per pass
+    if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("pass"), str) for c in checks):
+        fail("graph.meta.verification should be a list of {pass, dtype, max_abs, max_rel, ...} records")
     if meta.get("returns", "all") != "all":
         fail("graph.meta.returns should be 'all' (a compiled step function) or absent")
     return meta

@@ -56,6 +56,10 @@ def describe_plan(plan, path: str = "") -> str:
             lines.append("lr scheduler: none saved (the learning rates above stay fixed on resume)")
     for entry in g.meta.get("passes", []):
         lines.append(f"pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
+    if isinstance(g.meta.get("verification"), list):  # compiled with verify="numeric"
+        from .passes.numeric_check import format_record
+
+        lines += format_record(g.meta["verification"])
     arenas = []
     for batch in (1, 64):
         try:  # plans the arena without allocating it: a hostile file's sizes are only reported

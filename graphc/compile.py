@@ -12,6 +12,7 @@ from .executor.backends import backend_of
 from .executor.run_node import run_graph_node
 from .passes.freeze import freeze
 from .passes.manager import run_pipeline
+from .passes.numeric_check import Example, check_verify
 from .ir.errors import GraphcError, PlanFormatError, TraceError
 from .ir.types import DType
 from .random import next_seed
@@ -28,6 +29,17 @@ def _example_array(x, index):
     array = np.asarray(array)
     DType.from_any(array.dtype)
     return array
+
+
+def numeric_example(verify, example_inputs, state_arrays: dict, rates=()) -> Example | None:
+    """What ``verify="numeric"`` runs each pass's graphs on (host copies of the example inputs
+    and of the state; ``rates``: each optimizer group's learning rate), or None without it."""
+    check_verify(verify)
+    if verify != "numeric":
+        return None
+    inputs = [_example_array(x, i) for i, x in enumerate(example_inputs)]
+    state = {name: backend_of(a).to_numpy(a) for name, a in state_arrays.items()}  # GPU models too
+    return Example(inputs, state, tuple(float(r) for r in rates))
 
 
 def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, names=None):
@@ -123,9 +135,13 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     (``model.eval()`` for inference). The plan shares parameter and buffer storage with the
     model; the batch dim is symbolic, so other batch sizes run without retracing.
     ``passes`` is ``"default"``, ``"none"`` or a list of pass names; ``verify=True`` runs
-    ``ir.verify`` after every pass. ``memory_budget`` (bytes; default half the device's
-    memory) bounds every value and each batch size's arena: a plan over it is refused with a
-    ``GraphcError`` naming the node before anything is allocated. A training step whose loss
+    ``ir.verify`` after every pass; ``verify="numeric"`` also runs the example inputs through
+    the graph (in float64 where it can) before and after every pass, raises a ``GraphcError``
+    naming the pass and the first node whose values moved beyond the tolerance, and keeps the
+    worst differences in ``plan.graph.meta["verification"]`` (docs/verification.md; saved
+    with the plan, shown by ``graphc inspect``). ``memory_budget`` (bytes; default half the
+    device's memory) bounds every value and each batch size's arena: a plan over it is
+    refused with a ``GraphcError`` naming the node before anything is allocated. A training step whose loss
     or any gradient is NaN/inf raises ``gc.NonFiniteError`` and changes no state
     (``check_finite=False`` drops that check, one reduction per gradient per step).
 
@@ -135,9 +151,14 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     >>> infer = gc.compile(model, example_inputs=(np.zeros((64, 4), np.float32),))
     >>> infer(np.ones((5, 4), np.float32)).shape
     (5, 8)
+    >>> checked = gc.compile(model, (np.ones((8, 4), np.float32),), verify="numeric")
+    >>> last = checked.graph.meta["verification"][-1]
+    >>> last["pass"], last["dtype"], last["max_rel"] <= last["rtol"]
+    ('fuse_linear_relu', 'float64', True)
     """
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    check_verify(verify)
     from .nn.module import Module
 
     if loss_fn is None and optimizer is None and not isinstance(model, Module):
@@ -152,7 +173,8 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
         return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget,
                                 check_finite)
     graph, tracer = trace_model(model, example_inputs)
-    graph = run_pipeline(graph, "inference", passes, run_graph_node, verify)
+    graph = run_pipeline(graph, "inference", passes, run_graph_node, verify,
+                         example=numeric_example(verify, example_inputs, tracer.state_arrays))
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference",
                 memory_budget=memory_budget)
 
@@ -211,7 +233,8 @@ def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
     constants, BatchNorm is folded into the convolution (in float64), constants are folded.
     The model's train/eval mode is restored afterwards. A path ending in ``.onnx`` writes an
     ONNX model instead (default-domain ops only, opset ``opset``, default 17; needs the
-    ``onnx`` extra); a frozen inference Plan may be given in place of the model.
+    ``onnx`` extra); a frozen inference Plan may be given in place of the model. ``verify``
+    is :func:`compile`'s (``"numeric"`` checks every export pass on ``example_inputs``).
 
     >>> import numpy as np, graphc as gc, tempfile, os
     >>> from graphc import nn
@@ -220,6 +243,7 @@ def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
     {}
     """
     onnx_path = os.fspath(path).lower().endswith(".onnx")
+    check_verify(verify)
     if opset is not None and not onnx_path:
         raise GraphcError("export: opset applies to ONNX files (a path ending in .onnx)")
     if isinstance(model, Plan):
@@ -241,7 +265,8 @@ def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
             model.train()
     weights = {name: backend_of(a).to_numpy(a) for name, a in tracer.state_arrays.items()}  # GPU models too
     graph = run_pipeline(graph, "export", "default", run_graph_node, verify,
-                         extra={"freeze": functools.partial(freeze, arrays=weights)})
+                         extra={"freeze": functools.partial(freeze, arrays=weights)},
+                         example=numeric_example(verify, example_inputs, weights))
     plan = Plan(graph, {}, kind="inference")
     if onnx_path:
         from .onnx_export import DEFAULT_OPSET, save_onnx

@@ -42,6 +42,8 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
                          verify=False, check_finite=True):
     """Trace the step, then run the training pipeline (passes/manager.py): forward fusions,
     autodiff, the non-finite guard, the optimizer update, cleanup."""
+    from .compile import numeric_example
+
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
     tensors = model.state_dict_tensors()
     groups = optimizer.spec({id(t): name for name, t in tensors.items()})
@@ -52,7 +54,8 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
     if parallel:
         graph.meta[TRAINING]["data_parallel"] = parallel
     skip = () if check_finite else ("guard_finite",)
-    return run_pipeline(graph, "training", passes, run_graph_node, verify, skip), tracer
+    example = numeric_example(verify, example_inputs, tracer.state_arrays, [g["lr"] for g in optimizer.param_groups])
+    return run_pipeline(graph, "training", passes, run_graph_node, verify, skip, example=example), tracer
 
 
 def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False,
@@ -82,7 +85,7 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     state of the models it uses (graphc/step_trace.py). With ``backward()`` and
     ``optimizer.step()`` inside it is a training plan returning what the function returns;
     without, a forward plan that still reads the models' current parameters."""
-    from .compile import trace_model
+    from .compile import numeric_example, trace_model
     from .step_trace import discover_models, step_root
 
     models = discover_models(fn)
@@ -104,8 +107,11 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     elif data_parallel_spec(root):
         graph.meta[TRAINING]["data_parallel"] = data_parallel_spec(root)
     skip = () if check_finite else ("guard_finite",)
-    graph = run_pipeline(graph, "step" if stepped else "inference", passes, run_graph_node, verify, skip)
     optimizer = tracer.optimizer
+    rates = [g["lr"] for g in optimizer.param_groups] if optimizer is not None else []
+    example = numeric_example(verify, example_inputs, tracer.state_arrays, rates)
+    graph = run_pipeline(graph, "step" if stepped else "inference", passes, run_graph_node, verify, skip,
+                         example=example)
     if optimizer is not None:
         graph.meta["returns"] = "all"
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(),

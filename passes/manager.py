@@ -3,7 +3,9 @@
 A pipeline is a list of steps; a step is required (the graph would be wrong without it:
 freezing, autodiff, the optimizer update) or optional (``passes="none"`` drops it, a list of
 names keeps the named ones). Every pass records its name and node counts in
-``graph.meta["passes"]``; ``verify=True`` runs ``ir.verify`` after each.
+``graph.meta["passes"]``; ``verify=True`` runs ``ir.verify`` after each, ``verify="numeric"``
+also runs the example inputs through the graph before and after each and compares the values
+(passes/numeric_check.py), recording the differences in ``graph.meta["verification"]``.
 
 - inference: dce -> cse -> fold_constants -> fuse_conv_bn -> fuse_conv_relu -> fuse_linear_relu
 - training: fusions on the forward graph (their fused ops carry fused backwards), then
@@ -26,6 +28,7 @@ from ..ir.verify import verify as verify_graph
 from .cleanup import cse, dce, fold_constants
 from .freeze import fold_bn
 from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_bias, fuse_linear_relu, fuse_rsqrt
+from .numeric_check import Example, NumericCheck, check_verify
 from .training import TRAINING, apply_optimizer, differentiate, guard_finite
 
 
@@ -90,25 +93,47 @@ def record(graph: Graph, name: str, nodes_before: int) -> Graph:
     return graph
 
 
-def run_passes(graph: Graph, names: list, evaluate=None, verify: bool = False, extra: dict | None = None) -> Graph:
+def run_passes(graph: Graph, names: list, evaluate=None, verify=False, extra: dict | None = None,
+               example: Example | None = None) -> Graph:
     """Run the named passes in order; each plan records node counts before/after each pass.
-    ``extra``: passes with their arguments bound (``freeze`` with the weights)."""
+    ``extra``: passes with their arguments bound (``freeze`` with the weights). ``verify``:
+    False, True (``ir.verify`` after each pass) or ``"numeric"`` (that, and the values of
+    ``example`` compared before and after each pass; ``evaluate`` runs the nodes)."""
+    check_verify(verify)
     table = {**pass_table(evaluate), **(extra or {})}
+    numeric = _numeric_check(verify, example, evaluate)
+    records = []
     for name in names:
         if name not in table:
             raise GraphcError(f"pass {name!r} is not available here")
-        before = len(graph.nodes)
-        graph = record(table[name](graph), name, before)
+        before, count = graph, len(graph.nodes)
+        graph = record(table[name](graph), name, count)
         if verify:
-            try:
-                verify_graph(graph)
-            except GraphcError as e:
-                raise GraphcError(f"graph invalid after pass {name!r}: {e.message}", e.where) from None
+            _verify_structure(graph, name)
+        if numeric is not None:
+            records.append(numeric.check(before, graph, name))
+    if numeric is not None:  # accumulates over pipelines, as meta["passes"] does
+        graph.meta["verification"] = list(graph.meta.get("verification", [])) + records
     graph.meta.pop(TRAINING, None)  # the training passes' working data is not part of the plan
     return graph
 
 
-def run_pipeline(graph: Graph, pipeline: str, passes="default", evaluate=None, verify: bool = False,
-                 skip=(), extra: dict | None = None) -> Graph:
+def _numeric_check(verify, example, evaluate) -> NumericCheck | None:
+    if verify != "numeric":
+        return None
+    if example is None:
+        raise GraphcError("verify='numeric' needs the example inputs to run the graph on")
+    return NumericCheck(example, evaluate)
+
+
+def _verify_structure(graph: Graph, name: str) -> None:
+    try:
+        verify_graph(graph)
+    except GraphcError as e:
+        raise GraphcError(f"graph invalid after pass {name!r}: {e.message}", e.where) from None
+
+
+def run_pipeline(graph: Graph, pipeline: str, passes="default", evaluate=None, verify=False,
+                 skip=(), extra: dict | None = None, example: Example | None = None) -> Graph:
     """Run ``pipeline`` (``"inference"``, ``"training"`` or ``"export"``) on ``graph``."""
-    return run_passes(graph, resolve(passes, pipeline, skip), evaluate, verify, extra)
+    return run_passes(graph, resolve(passes, pipeline, skip), evaluate, verify, extra, example)

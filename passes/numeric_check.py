@@ -1,0 +1,382 @@
+"""Numeric verification of passes: ``gc.compile(..., verify="numeric")``.
+
+Before and after each pass the graph runs on the example inputs, node by node through the
+evaluator the caller supplies (the executor's ``run_graph_node``: the one way to run a node),
+and every value both graphs hold is compared: the outputs, the state updates and every node
+output the pass kept (same name and type before and after). Values only the later graph has
+(gradients after ``autodiff``, updated parameters after ``optimizer``) have nothing to be
+compared with and are counted as new; so are values that read a gradient placeholder of a
+traced step, which ``autodiff`` fills.
+
+Precision. Float inputs, parameters, buffers and constants are widened to float64, and so is
+every float32 value type (a ``cast`` or ``full`` to float32 becomes float64), when the op
+registry's shape rules accept it; integer labels and indices stay integers. Where some op
+cannot run in float64 the pass is checked in float32, and the record says why.
+
+Tolerance. A value passes when ``max|after - before| <= rtol * scale``, ``scale`` being the
+largest magnitude in the value, its counterpart and the values its node reads. Relative to
+the tensor rather than to each element, because a value that cancels to about zero (the
+gradient of a conv bias in front of BatchNorm: zero in exact arithmetic) carries rounding of
+the size of its terms, not of itself:
+
+- ``RTOL = 1e-9`` in float64. A pass that only regroups arithmetic (fusion, CSE, folding
+  order) moves float64 results by ~1e-15 of the scale, 1e-12 after long reductions; 1e-9
+  leaves a 1000x margin, while a wrong rewrite moves a value by a visible fraction of it.
+- ``ROUNDED_RTOL = 1e-5`` for a pass that stores computed constants in a narrower dtype than
+  the check runs in (``fold_bn`` computes in float64 and stores float32, ``fold_constants``
+  computes and stores in the graph's float32): each stored number is off by up to float32's
+  unit roundoff, 6e-8, which the layers after it may amplify; 1e-5 leaves a 100x margin.
+- ``FLOAT32_RTOL = 1e-5`` when the check itself runs in float32 (the fallback): fused
+  kernels and reordered sums differ by ~1e-7 of the scale there (the training tests measured
+  up to 2.4e-7 between fused and unfused steps).
+
+Integer and boolean values must match exactly; NaN and inf must sit at the same places.
+Each run starts from fresh copies of the state (nothing leaks from one run into the next)
+and from a generator seeded with the same seed (both runs draw the same dropout masks).
+The graph after pass k is the one before pass k+1, so its run is reused: a pipeline of P
+passes costs P + 1 interpreted runs and keeps two runs' values in memory at a time.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..ir.errors import GraphcError, VerifyError, clip
+from ..ir.graph import Graph, Node, Value
+from ..ir.registry import get_op, infer_types
+from ..ir.types import DType, TensorType, dim_poly
+
+RTOL = 1e-9
+ROUNDED_RTOL = 1e-5
+FLOAT32_RTOL = 1e-5
+VERIFY_VALUES = "False, True (structure: ir.verify after each pass) or 'numeric' (structure and values)"
+
+
+def check_verify(verify) -> None:
+    """Refuse anything but the accepted ``verify`` values.
+
+    >>> check_verify("numeric")
+    >>> check_verify("fast")
+    Traceback (most recent call last):
+    graphc.ir.errors.GraphcError: verify must be False, True (structure: ir.verify after each pass) or ...
+    """
+    if not (isinstance(verify, bool) or (isinstance(verify, str) and verify == "numeric")):
+        raise GraphcError(f"verify must be {VERIFY_VALUES}, got {verify!r}")
+
+
+class Example(NamedTuple):
+    """What the graphs run on: the user's example ``inputs`` (host arrays, in the graph's input
+    order), ``state`` (name -> host array; optimizer state the passes add starts at zero, as in
+    a new plan), ``rates`` (the learning rate of each optimizer group, fed to the inputs named
+    in ``graph.meta["hyper_inputs"]``) and the dropout ``seed``."""
+
+    inputs: list
+    state: dict
+    rates: tuple = ()
+    seed: int = 0
+
+
+class Run(NamedTuple):
+    values: dict  # value name -> host array
+    unfed: set  # names of values that read a gradient placeholder (no example value exists)
+
+
+class _Fallback(Exception):
+    """The graph cannot run in float64: the message says which op and why."""
+
+
+# ---- widening to float64 ----------------------------------------------------------------
+def _wide(ttype: TensorType) -> TensorType:
+    return ttype.with_dtype(DType.float64) if ttype.dtype is DType.float32 else ttype
+
+
+def _wide_attrs(node: Node) -> dict:
+    schema = get_op(node.op).attrs
+    return {k: ("float64" if v == "float32" and schema[k].kind == "dtype" else v) for k, v in node.attrs.items()}
+
+
+def wide_nodes(graph: Graph) -> list:
+    """The graph's nodes with float32 types and dtype attrs widened to float64 (new Node objects
+    for the evaluator; the graph is not changed). Raises ``_Fallback`` where an op's shape
+    rule gives anything else for float64 inputs."""
+    types = {id(v): _wide(v.type) for v in graph.leaf_values()}
+    nodes = []
+    for node in graph.nodes:
+        attrs = _wide_attrs(node)
+        want = [_wide(v.type) for v in node.outputs]
+        try:
+            got = infer_types(get_op(node.op), [types[id(v)] for v in node.inputs], attrs)
+        except GraphcError as e:
+            raise _Fallback(f"{node.op} refuses float64 ({clip(e.message, 120)})") from None
+        if got != want:
+            raise _Fallback(f"{node.op} gives {', '.join(map(str, got))} on float64 inputs")
+        types.update((id(v), t) for v, t in zip(node.outputs, want))
+        nodes.append(Node(node.op, node.inputs, [Value(v.name, t) for v, t in zip(node.outputs, want)], attrs,
+                          node.meta))
+    return nodes
+
+
+# ---- running a graph --------------------------------------------------------------------
+def _batch(graph: Graph, inputs: list):
+    """The example batch size: the leading dim of the first input whose leading dim is N."""
+    for value, array in zip(graph.inputs, inputs):
+        if value.type.shape and dim_poly(value.type.shape[0]) == (1, 1):
+            return int(np.shape(array)[0])
+    return None
+
+
+def _as(array, ttype: TensorType, dtype: str, batch) -> np.ndarray:
+    """A fresh host copy in the run's precision (float32 widened in a float64 run)."""
+    want = np.float64 if dtype == "float64" and ttype.dtype is DType.float32 else ttype.dtype.numpy
+    if array is None:  # optimizer state starts at zero, as in a new plan
+        return np.zeros(ttype.bind(batch).shape if batch is not None else ttype.shape, want)
+    return np.array(array, dtype=want, copy=True)
+
+
+def _feeds(graph: Graph, example: Example, dtype: str, batch) -> tuple[dict, set]:
+    """Values by id for the leaves; ids of gradient placeholders (inputs with no example)."""
+    rates = dict(zip(graph.meta.get("hyper_inputs", []), example.rates))
+    env, unfed = {}, set()
+    for index, v in enumerate(graph.inputs):
+        if index < len(example.inputs):
+            env[id(v)] = _as(example.inputs[index], v.type, dtype, batch)
+        elif v.name in rates:
+            env[id(v)] = np.asarray(rates[v.name], v.type.dtype.numpy)
+        else:  # a traced step's gradient placeholder: autodiff replaces it
+            env[id(v)] = _as(None, v.type, dtype, batch)
+            unfed.add(id(v))
+    env.update((id(v), _as(example.state.get(name), v.type, dtype, batch)) for name, v in graph.state.items())
+    env.update((id(v), _as(graph.constant_data[name], v.type, dtype, batch)) for name, v in graph.constants.items())
+    return env, unfed
+
+
+def run_graph(graph: Graph, example: Example, dtype: str, evaluate) -> Run:
+    """Every value of ``graph`` on ``example``, by name, in ``dtype`` ("float64" or "float32")."""
+    nodes = wide_nodes(graph) if dtype == "float64" else graph.nodes
+    batch = _batch(graph, example.inputs)
+    env, unfed = _feeds(graph, example, dtype, batch)
+    rng = np.random.default_rng(example.seed)  # the same draws for every run
+    for node, runnable in zip(graph.nodes, nodes):  # runnable: the node with its widened types
+        if any(id(v) in unfed for v in node.inputs):
+            unfed.update(id(v) for v in node.outputs)
+        effects = get_op(node.op).effects
+        if effects == "check":  # a guard proves nothing here; the plan keeps it
+            results = [np.ones((), bool) for _ in node.outputs]
+        elif effects == "collective":  # as in one process: the check stays local, never talks to the others
+            results = [env[id(v)].copy() for v in node.inputs]
+        else:
+            try:
+                results = evaluate(runnable, [env[id(v)] for v in node.inputs], rng=rng, batch=batch)
+            except GraphcError as e:
+                raise e.located(node.location()) from None
+        for value, wide, array in zip(node.outputs, runnable.outputs, results):
+            array = np.asarray(array)
+            if array.dtype != wide.type.dtype.numpy:
+                raise _Fallback(f"the {node.op} kernel returns {array.dtype} for {wide.type.dtype.name}")
+            env[id(value)] = array
+    named = {v.name: env[id(v)] for v in graph.leaf_values()}
+    named.update((v.name, env[id(v)]) for n in graph.nodes for v in n.outputs)
+    names = {id(v): v.name for v in graph.leaf_values()} | {id(v): v.name for n in graph.nodes for v in n.outputs}
+    return Run(named, {names[i] for i in unfed})
+
+
+# ---- comparing two runs -----------------------------------------------------------------
+def _magnitude(array: np.ndarray) -> float:
+    finite = array[np.isfinite(array)] if array.dtype.kind == "f" else array
+    return float(np.abs(finite).max(initial=0)) if finite.size else 0.0
+
+
+def difference(before: np.ndarray, after: np.ndarray) -> float:
+    """``max |after - before|`` over finite entries; inf when shapes or NaN/inf places differ.
+
+    >>> difference(np.array([1.0, np.nan]), np.array([1.5, np.nan]))
+    0.5
+    """
+    if before.shape != after.shape:
+        return math.inf
+    a, b = before.astype(np.float64), after.astype(np.float64)
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb], equal_nan=True):
+        return math.inf
+    return float(np.abs(a[fa] - b[fb]).max(initial=0))
+
+
+class Pair(NamedTuple):
+    label: str  # "%7", "output loss", "@bn.running_mean (update)"
+    before: str  # value names in the two graphs
+    after: str
+    output: bool  # a graph output or a state update
+
+
+def pairs(before: Graph, after: Graph, unfed: set) -> tuple[list, int]:
+    """The comparable values in the later graph's order (so the first one over its tolerance
+    is the first node the pass broke); and how many of the later graph's values are new."""
+    kept = {v.name: v.type for n in before.nodes for v in n.outputs if v.name not in unfed}
+    later = [*after.constants.values(), *(v for n in after.nodes for v in n.outputs)]
+    roots = [(f"output {name}", b.name, a.name) for name, b, a in zip(after.output_names, before.outputs, after.outputs)
+             if len(before.outputs) == len(after.outputs)]
+    roots += [(f"@{name} (update)", before.updates[name].name, v.name) for name, v in after.updates.items()
+              if name in before.updates]
+    outputs = [Pair(label, b, a, True) for label, b, a in roots if b not in unfed and a not in unfed]
+    seen = {p.after for p in outputs}
+    found = [Pair(f"%{v.name}", v.name, v.name, False) for v in later
+             if kept.get(v.name) == v.type and v.name not in seen and v.name not in unfed]
+    leaves = {v.name for v in before.leaf_values()}  # frozen state and old constants are not new
+    new = sum(1 for v in later if kept.get(v.name) != v.type and v.name not in leaves)
+    new += sum(1 for n in after.updates if n not in before.updates)
+    order = {v.name: i for i, v in enumerate(later)}  # leaves (inputs, state) first
+    return sorted(outputs + found, key=lambda p: order.get(p.after, -1)), new
+
+
+def rounded(before: Graph, after: Graph) -> set:
+    """Names of the later graph's values computed from float32 constants the pass made (folded
+    BatchNorm weights, folded constants): they are rounded to float32, not float64."""
+    affected = {name for name, v in after.constants.items()
+                if name not in before.constants and name not in before.state and v.type.dtype is DType.float32}
+    for node in after.nodes:
+        if affected and any(v.name in affected for v in node.inputs):
+            affected.update(v.name for v in node.outputs)
+    return affected
+
+
+class Row(NamedTuple):
+    pair: Pair
+    abs: float  # max |after - before|
+    scale: float
+    rtol: float  # 0 for integers and booleans: they must match exactly
+
+    @property
+    def rel(self) -> float:
+        return self.abs / self.scale if self.scale > 0 else (0.0 if self.abs == 0 else math.inf)
+
+    @property
+    def over(self) -> bool:
+        return self.abs > self.rtol * self.scale
+
+
+def _measure(pair: Pair, old: Run, new: Run, node, rtol: float) -> Row:
+    """The scale is the largest magnitude of the two values and of the float values the later
+    graph's node reads to make this one."""
+    a, b = old.values[pair.before], new.values[pair.after]
+    reads = [new.values[v.name] for v in node.inputs if v.type.dtype.is_float] if node is not None else []
+    scale = max([_magnitude(a), _magnitude(b)] + [_magnitude(r) for r in reads])
+    return Row(pair, difference(a, b), scale, rtol if a.dtype.kind == "f" and b.dtype.kind == "f" else 0.0)
+
+
+# ---- the check of one pass ----------------------------------------------------------------
+class NumericCheck:
+    """Checks each pass of one pipeline run; keeps the latest graph's runs for the next pass."""
+
+    def __init__(self, example: Example, evaluate):
+        if evaluate is None:
+            raise GraphcError("verify='numeric' needs an evaluator (run_graph_node) to run the graphs")
+        self.example, self.evaluate = example, evaluate
+        self.runs: dict = {}  # (id(graph), dtype) -> (graph, Run); the graph is held so its id stays unique
+
+    def run(self, graph: Graph, dtype: str, when: str) -> Run:
+        key = (id(graph), dtype)
+        if key not in self.runs:
+            try:
+                self.runs[key] = (graph, run_graph(graph, self.example, dtype, self.evaluate))
+            except _Fallback:
+                raise
+            except GraphcError as e:
+                raise VerifyError(f"verify='numeric': the graph {when} failed to run: {e.message}", e.where) from None
+        return self.runs[key][1]
+
+    def runs_of(self, before: Graph, after: Graph, name: str) -> tuple:
+        """``(dtype, note, before's run, after's run)``: float64 unless either graph cannot."""
+        try:
+            wide_nodes(before), wide_nodes(after)
+            return "float64", "", self.run(before, "float64", f"before pass {name!r}"), self.run(
+                after, "float64", f"after pass {name!r}")
+        except _Fallback as e:
+            note = f"checked in float32: {e}"
+        return "float32", note, self.run(before, "float32", f"before pass {name!r}"), self.run(
+            after, "float32", f"after pass {name!r}")
+
+    def check(self, before: Graph, after: Graph, name: str) -> dict:
+        """The record of pass ``name`` (``before`` -> ``after``); raises ``VerifyError`` naming
+        the pass and the first value over its tolerance, with its node's location."""
+        dtype, note, old, new = self.runs_of(before, after, name)
+        self.runs = {k: v for k, v in self.runs.items() if v[0] is after}
+        compared, count_new = pairs(before, after, old.unfed | new.unfed)
+        loose = rounded(before, after) if dtype == "float64" else set()
+        producers = {v.name: n for n in after.nodes for v in n.outputs}
+        base = RTOL if dtype == "float64" else FLOAT32_RTOL
+        rows = [_measure(p, old, new, producers.get(p.after), ROUNDED_RTOL if p.after in loose else base)
+                for p in compared]
+        over = [row for row in rows if row.over]
+        if over:
+            raise _failure(name, over, dtype, producers)
+        return _entry(name, dtype, base, rows, count_new, note, _batch(after, self.example.inputs), producers)
+
+
+def _entry(name: str, dtype: str, base: float, rows: list, new: int, note: str, batch, producers: dict) -> dict:
+    """One pass's record: plain data (the plan file keeps it in ``graph.meta["verification"]``)."""
+    outputs = [row for row in rows if row.pair.output]
+    worst = max(rows, key=lambda row: row.rel, default=None)
+    node = producers.get(worst.pair.after) if worst is not None and worst.abs > 0 else None
+    return {"pass": name, "dtype": dtype, "batch": batch or 0, "rtol": max([base] + [r.rtol for r in rows]),
+            "outputs": len(outputs), "kept": len(rows) - len(outputs), "new": new,
+            "max_abs": max((r.abs for r in rows), default=0.0), "max_rel": worst.rel if worst else 0.0,
+            "outputs_max_rel": max((r.rel for r in outputs), default=0.0),
+            "worst": worst.pair.label if worst is not None and worst.abs > 0 else "",
+            "where": (node.location() or "") if node is not None else "", "note": note}
+
+
+def _failure(name: str, over: list, dtype: str, producers: dict) -> VerifyError:
+    """The error for a pass that changed values: the first one over its tolerance in the later
+    graph's order, its node and where the user wrote it, and the worst."""
+    first, worst = over[0], max(over, key=lambda row: row.rel)
+    node = producers.get(first.pair.after)
+    what = first.pair.label
+    if node is not None:
+        what += f" ({node.op}{'' if what == '%' + first.pair.after else ' %' + first.pair.after})"
+    limit = "must match exactly" if first.rtol == 0 else f"over the {dtype} tolerance {first.rtol:g} of the scale"
+    text = (f"verify='numeric': pass {name!r} changed {what} by {first.abs:.3g} ({first.rel:.3g} of its scale "
+            f"{first.scale:.3g}; {limit})")
+    if len(over) > 1:
+        text += f"; {len(over)} values differ, the worst {worst.pair.label} by {worst.rel:.3g} of its scale"
+    return VerifyError(text, node.location() if node is not None else None)
+
+
+# ---- the record, as graphc inspect prints it --------------------------------------------------
+def _num(x) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return "?"  # a hand-edited plan file: inspect still prints the rest
+    return str(x) if isinstance(x, int) else f"{x:.2g}"
+
+
+def _text(x, width: int = 40) -> str:
+    return clip(x, width) if isinstance(x, str) else "?"
+
+
+def _worst(entry: dict) -> str:
+    worst, where = _text(entry.get("worst")), _text(entry.get("where", ""), 80)
+    return (worst or "-") + (f" [{where}]" if worst and where else "")
+
+
+def format_record(entries: list) -> list:
+    """The lines ``graphc inspect`` prints for ``graph.meta["verification"]``.
+
+    >>> print("\\n".join(format_record([{"pass": "cse", "dtype": "float64", "batch": 8, "rtol": 1e-9,
+    ...     "outputs": 1, "kept": 3, "new": 0, "max_abs": 0.0, "max_rel": 0.0, "worst": "", "note": ""}])))
+    numeric verification (verify="numeric", batch 8): every pass within tolerance
+      pass                  dtype    outputs   kept   new   max abs   max rel    rtol  worst value
+      cse                   float64        1      3     0         0         0   1e-09  -
+    """
+    batch = next((e.get("batch") for e in entries if isinstance(e, dict)), None)
+    lines = [f"numeric verification (verify=\"numeric\", batch {_num(batch)}): every pass within tolerance",
+             f"  {'pass':<20}  {'dtype':<7}  {'outputs':>7}  {'kept':>5}  {'new':>4}  {'max abs':>8}  "
+             f"{'max rel':>8}  {'rtol':>6}  worst value"]
+    notes = []
+    for e in (e for e in entries if isinstance(e, dict)):
+        lines.append(f"  {_text(e.get('pass'), 20):<20}  {_text(e.get('dtype'), 7):<7}  {_num(e.get('outputs')):>7}  "
+                     f"{_num(e.get('kept')):>5}  {_num(e.get('new')):>4}  {_num(e.get('max_abs')):>8}  "
+                     f"{_num(e.get('max_rel')):>8}  {_num(e.get('rtol')):>6}  {_worst(e)}")
+        if e.get("note"):
+            notes.append(f"  note: {_text(e.get('pass'), 20)}: {_text(e.get('note'), 200)}")
+    return lines + notes
