@@ -78,11 +78,6 @@ class Example(NamedTuple):
     seed: int = 0
 
 
-class Run(NamedTuple):
-    values: dict  # value name -> host array
-    unfed: set  # names of values that read a gradient placeholder (no example value exists)
-
-
 class _Fallback(Exception):
     """The graph cannot run in float64: the message says which op and why."""
 
@@ -135,32 +130,30 @@ def _as(array, ttype: TensorType, dtype: str, batch) -> np.ndarray:
     return np.array(array, dtype=want, copy=True)
 
 
-def _feeds(graph: Graph, example: Example, dtype: str, batch) -> tuple[dict, set]:
-    """Values by id for the leaves; ids of gradient placeholders (inputs with no example)."""
+def _feeds(graph: Graph, example: Example, dtype: str, batch) -> dict:
+    """Values by id for the leaves. A traced step's gradient placeholders (inputs with no
+    example) are zeros; ``unfed`` keeps what reads them from being compared across autodiff."""
     rates = dict(zip(graph.meta.get("hyper_inputs", []), example.rates))
-    env, unfed = {}, set()
+    env = {}
     for index, v in enumerate(graph.inputs):
         if index < len(example.inputs):
             env[id(v)] = _as(example.inputs[index], v.type, dtype, batch)
         elif v.name in rates:
             env[id(v)] = np.asarray(rates[v.name], v.type.dtype.numpy)
-        else:  # a traced step's gradient placeholder: autodiff replaces it
+        else:
             env[id(v)] = _as(None, v.type, dtype, batch)
-            unfed.add(id(v))
     env.update((id(v), _as(example.state.get(name), v.type, dtype, batch)) for name, v in graph.state.items())
     env.update((id(v), _as(graph.constant_data[name], v.type, dtype, batch)) for name, v in graph.constants.items())
-    return env, unfed
+    return env
 
 
-def run_graph(graph: Graph, example: Example, dtype: str, evaluate) -> Run:
+def run_graph(graph: Graph, example: Example, dtype: str, evaluate) -> dict:
     """Every value of ``graph`` on ``example``, by name, in ``dtype`` ("float64" or "float32")."""
     nodes = wide_nodes(graph) if dtype == "float64" else graph.nodes
     batch = _batch(graph, example.inputs)
-    env, unfed = _feeds(graph, example, dtype, batch)
+    env = _feeds(graph, example, dtype, batch)
     rng = np.random.default_rng(example.seed)  # the same draws for every run
     for node, runnable in zip(graph.nodes, nodes):  # runnable: the node with its widened types
-        if any(id(v) in unfed for v in node.inputs):
-            unfed.update(id(v) for v in node.outputs)
         effects = get_op(node.op).effects
         if effects == "check":  # a guard proves nothing here; the plan keeps it
             results = [np.ones((), bool) for _ in node.outputs]
@@ -178,8 +171,7 @@ def run_graph(graph: Graph, example: Example, dtype: str, evaluate) -> Run:
             env[id(value)] = array
     named = {v.name: env[id(v)] for v in graph.leaf_values()}
     named.update((v.name, env[id(v)]) for n in graph.nodes for v in n.outputs)
-    names = {id(v): v.name for v in graph.leaf_values()} | {id(v): v.name for n in graph.nodes for v in n.outputs}
-    return Run(named, {names[i] for i in unfed})
+    return named
 
 
 # ---- comparing two runs -----------------------------------------------------------------
@@ -210,19 +202,33 @@ class Pair(NamedTuple):
     output: bool  # a graph output or a state update
 
 
-def pairs(before: Graph, after: Graph, unfed: set) -> tuple[list, int]:
+def unfed(before: Graph, after: Graph) -> set:
+    """Names of values that read an input only one of the graphs has: a traced step's gradient
+    placeholders, which autodiff replaces by the gradients (zeros before, gradients after)."""
+    names = {v.name for v in before.inputs} ^ {v.name for v in after.inputs}
+    for graph in (before, after):
+        for node in graph.nodes:
+            if any(v.name in names for v in node.inputs):
+                names.update(v.name for v in node.outputs)
+    return names
+
+
+def pairs(before: Graph, after: Graph) -> tuple[list, int]:
     """The comparable values in the later graph's order (so the first one over its tolerance
-    is the first node the pass broke); and how many of the later graph's values are new."""
-    kept = {v.name: v.type for n in before.nodes for v in n.outputs if v.name not in unfed}
+    is the first node the pass broke); and how many of the later graph's values are new
+    (made by the pass, or reading an input the pass added or removed)."""
+    unfed_names = unfed(before, after)
+    kept = {v.name: v.type for n in before.nodes for v in n.outputs if v.name not in unfed_names}
     later = [*after.constants.values(), *(v for n in after.nodes for v in n.outputs)]
     roots = [(f"output {name}", b.name, a.name) for name, b, a in zip(after.output_names, before.outputs, after.outputs)
              if len(before.outputs) == len(after.outputs)]
     roots += [(f"@{name} (update)", before.updates[name].name, v.name) for name, v in after.updates.items()
               if name in before.updates]
-    outputs = [Pair(label, b, a, True) for label, b, a in roots if b not in unfed and a not in unfed]
+    outputs = [Pair(label, b, a, True) for label, b, a in roots
+               if b not in unfed_names and a not in unfed_names]
     seen = {p.after for p in outputs}
     found = [Pair(f"%{v.name}", v.name, v.name, False) for v in later
-             if kept.get(v.name) == v.type and v.name not in seen and v.name not in unfed]
+             if kept.get(v.name) == v.type and v.name not in seen and v.name not in unfed_names]
     leaves = {v.name for v in before.leaf_values()}  # frozen state and old constants are not new
     new = sum(1 for v in later if kept.get(v.name) != v.type and v.name not in leaves)
     new += sum(1 for n in after.updates if n not in before.updates)
@@ -256,11 +262,11 @@ class Row(NamedTuple):
         return self.abs > self.rtol * self.scale
 
 
-def _measure(pair: Pair, old: Run, new: Run, node, rtol: float) -> Row:
+def _measure(pair: Pair, old: dict, new: dict, node, rtol: float) -> Row:
     """The scale is the largest magnitude of the two values and of the float values the later
     graph's node reads to make this one."""
-    a, b = old.values[pair.before], new.values[pair.after]
-    reads = [new.values[v.name] for v in node.inputs if v.type.dtype.is_float] if node is not None else []
+    a, b = old[pair.before], new[pair.after]
+    reads = [new[v.name] for v in node.inputs if v.type.dtype.is_float] if node is not None else []
     scale = max([_magnitude(a), _magnitude(b)] + [_magnitude(r) for r in reads])
     return Row(pair, difference(a, b), scale, rtol if a.dtype.kind == "f" and b.dtype.kind == "f" else 0.0)
 
@@ -273,9 +279,9 @@ class NumericCheck:
         if evaluate is None:
             raise GraphcError("verify='numeric' needs an evaluator (run_graph_node) to run the graphs")
         self.example, self.evaluate = example, evaluate
-        self.runs: dict = {}  # (id(graph), dtype) -> (graph, Run); the graph is held so its id stays unique
+        self.runs: dict = {}  # (id(graph), dtype) -> (graph, values by name); the graph is held so its id stays unique
 
-    def run(self, graph: Graph, dtype: str, when: str) -> Run:
+    def run(self, graph: Graph, dtype: str, when: str) -> dict:
         key = (id(graph), dtype)
         if key not in self.runs:
             try:
@@ -302,7 +308,7 @@ class NumericCheck:
         the pass and the first value over its tolerance, with its node's location."""
         dtype, note, old, new = self.runs_of(before, after, name)
         self.runs = {k: v for k, v in self.runs.items() if v[0] is after}
-        compared, count_new = pairs(before, after, old.unfed | new.unfed)
+        compared, count_new = pairs(before, after)
         loose = rounded(before, after) if dtype == "float64" else set()
         producers = {v.name: n for n in after.nodes for v in n.outputs}
         base = RTOL if dtype == "float64" else FLOAT32_RTOL
