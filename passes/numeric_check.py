@@ -147,9 +147,9 @@ def _feeds(graph: Graph, example: Example, dtype: str, batch) -> dict:
     return env
 
 
-def run_graph(graph: Graph, example: Example, dtype: str, evaluate) -> dict:
-    """Every value of ``graph`` on ``example``, by name, in ``dtype`` ("float64" or "float32")."""
-    nodes = wide_nodes(graph) if dtype == "float64" else graph.nodes
+def run_graph(graph: Graph, nodes: list, example: Example, dtype: str, evaluate) -> dict:
+    """Every value of ``graph`` on ``example``, by name, in ``dtype`` ("float64" or "float32");
+    ``nodes`` are the graph's nodes as the evaluator runs them (``wide_nodes`` in float64)."""
     batch = _batch(graph, example.inputs)
     env = _feeds(graph, example, dtype, batch)
     rng = np.random.default_rng(example.seed)  # the same draws for every run
@@ -262,13 +262,25 @@ class Row(NamedTuple):
         return self.abs > self.rtol * self.scale
 
 
-def _measure(pair: Pair, old: dict, new: dict, node, rtol: float) -> Row:
+def _measure(pair: Pair, old: dict, new: dict, node, rtol: float, magnitude) -> Row:
     """The scale is the largest magnitude of the two values and of the float values the later
     graph's node reads to make this one."""
     a, b = old[pair.before], new[pair.after]
     reads = [new[v.name] for v in node.inputs if v.type.dtype.is_float] if node is not None else []
-    scale = max([_magnitude(a), _magnitude(b)] + [_magnitude(r) for r in reads])
+    scale = max([magnitude(a), magnitude(b)] + [magnitude(r) for r in reads])
     return Row(pair, difference(a, b), scale, rtol if a.dtype.kind == "f" and b.dtype.kind == "f" else 0.0)
+
+
+def _memo(function):
+    """``function(array)`` computed once per array (a value is read by several nodes)."""
+    seen: dict = {}
+
+    def once(array):
+        if id(array) not in seen:
+            seen[id(array)] = (array, function(array))  # holding the array keeps its id unique
+        return seen[id(array)][1]
+
+    return once
 
 
 # ---- the check of one pass ----------------------------------------------------------------
@@ -279,13 +291,27 @@ class NumericCheck:
         if evaluate is None:
             raise GraphcError("verify='numeric' needs an evaluator (run_graph_node) to run the graphs")
         self.example, self.evaluate = example, evaluate
-        self.runs: dict = {}  # (id(graph), dtype) -> (graph, values by name); the graph is held so its id stays unique
+        # (id(graph), dtype) -> (graph, values by name); holding the graph keeps its id unique
+        self.runs: dict = {}
+        self.wide: dict = {}  # id(graph) -> (graph, its nodes widened to float64, or why it cannot be)
+
+    def widened(self, graph: Graph) -> list:
+        if id(graph) not in self.wide:
+            try:
+                self.wide[id(graph)] = (graph, wide_nodes(graph))
+            except _Fallback as e:
+                self.wide[id(graph)] = (graph, e)
+        result = self.wide[id(graph)][1]
+        if isinstance(result, _Fallback):
+            raise result
+        return result
 
     def run(self, graph: Graph, dtype: str, when: str) -> dict:
         key = (id(graph), dtype)
         if key not in self.runs:
+            nodes = self.widened(graph) if dtype == "float64" else graph.nodes
             try:
-                self.runs[key] = (graph, run_graph(graph, self.example, dtype, self.evaluate))
+                self.runs[key] = (graph, run_graph(graph, nodes, self.example, dtype, self.evaluate))
             except _Fallback:
                 raise
             except GraphcError as e:
@@ -295,7 +321,6 @@ class NumericCheck:
     def runs_of(self, before: Graph, after: Graph, name: str) -> tuple:
         """``(dtype, note, before's run, after's run)``: float64 unless either graph cannot."""
         try:
-            wide_nodes(before), wide_nodes(after)
             return "float64", "", self.run(before, "float64", f"before pass {name!r}"), self.run(
                 after, "float64", f"after pass {name!r}")
         except _Fallback as e:
@@ -308,11 +333,13 @@ class NumericCheck:
         the pass and the first value over its tolerance, with its node's location."""
         dtype, note, old, new = self.runs_of(before, after, name)
         self.runs = {k: v for k, v in self.runs.items() if v[0] is after}
+        self.wide = {k: v for k, v in self.wide.items() if v[0] is after}
         compared, count_new = pairs(before, after)
         loose = rounded(before, after) if dtype == "float64" else set()
         producers = {v.name: n for n in after.nodes for v in n.outputs}
         base = RTOL if dtype == "float64" else FLOAT32_RTOL
-        rows = [_measure(p, old, new, producers.get(p.after), ROUNDED_RTOL if p.after in loose else base)
+        magnitude = _memo(_magnitude)
+        rows = [_measure(p, old, new, producers.get(p.after), ROUNDED_RTOL if p.after in loose else base, magnitude)
                 for p in compared]
         over = [row for row in rows if row.over]
         if over:
