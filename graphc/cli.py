@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 
 from . import __version__
-from .ir.errors import GraphcError
+from .ir.errors import GraphcError, clip
 
 
 def _demo(argv) -> int:
@@ -57,9 +57,7 @@ def describe_plan(plan, path: str = "") -> str:
     for entry in g.meta.get("passes", []):
         lines.append(f"pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
     if isinstance(g.meta.get("verification"), list):  # compiled with verify="numeric"
-        from .passes.numeric_check import format_record
-
-        lines += format_record(g.meta["verification"])
+        lines += describe_verification(g.meta["verification"])
     arenas = []
     for batch in (1, 64):
         try:  # plans the arena without allocating it: a hostile file's sizes are only reported
@@ -75,6 +73,45 @@ def describe_plan(plan, path: str = "") -> str:
     lines.append(f"nodes: {len(g.nodes)}")
     lines += [f"  {op:<26} {count}" for op, count in histogram.most_common()]
     return "\n".join(line for line in lines if line is not None)
+
+
+def _number(x) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return "?"  # a hand-edited plan file: inspect still prints the rest
+    return str(x) if isinstance(x, int) else f"{x:.2g}"
+
+
+def _field_text(x, width: int = 40) -> str:
+    return clip(x, width) if isinstance(x, str) else "?"
+
+
+def _worst(entry: dict) -> str:
+    worst, where = _field_text(entry.get("worst")), _field_text(entry.get("where", ""), 80)
+    return (worst or "-") + (f" [{where}]" if worst and where else "")
+
+
+def describe_verification(entries: list) -> list:
+    """The lines ``graphc inspect`` prints for ``graph.meta["verification"]`` (``verify="numeric"``;
+    fields that are not what graphc writes print as ``?``).
+
+    >>> print("\\n".join(describe_verification([{"pass": "cse", "dtype": "float64", "batch": 8, "rtol": 1e-9,
+    ...     "outputs": 1, "kept": 3, "new": 0, "max_abs": 0.0, "max_rel": 0.0, "worst": "", "note": ""}])))
+    numeric verification (verify="numeric", batch 8): every pass within tolerance
+      pass                  dtype    outputs   kept   new   max abs   max rel    rtol  worst value
+      cse                   float64        1      3     0         0         0   1e-09  -
+    """
+    batch = next((e.get("batch") for e in entries if isinstance(e, dict)), None)
+    lines = [f"numeric verification (verify=\"numeric\", batch {_number(batch)}): every pass within tolerance",
+             f"  {'pass':<20}  {'dtype':<7}  {'outputs':>7}  {'kept':>5}  {'new':>4}  {'max abs':>8}  "
+             f"{'max rel':>8}  {'rtol':>6}  worst value"]
+    notes = []
+    for e in (e for e in entries if isinstance(e, dict)):
+        counts = [_number(e.get(k)) for k in ("outputs", "kept", "new", "max_abs", "max_rel", "rtol")]
+        lines.append(f"  {_field_text(e.get('pass'), 20):<20}  {_field_text(e.get('dtype'), 7):<7}  {counts[0]:>7}  "
+                     f"{counts[1]:>5}  {counts[2]:>4}  {counts[3]:>8}  {counts[4]:>8}  {counts[5]:>6}  {_worst(e)}")
+        if e.get("note"):
+            notes.append(f"  note: {_field_text(e.get('pass'), 20)}: {_field_text(e.get('note'), 200)}")
+    return lines + notes
 
 
 def _shorten(text: str, limit: int = 160) -> str:
