@@ -287,3 +287,24 @@ def test_collective_ops_are_checked_as_in_one_process():
                       verify="numeric")
     assert any(n.op == "allreduce" for n in step.graph.nodes)
     assert_within_tolerance(step.graph.meta["verification"], step.graph.meta["passes"])
+
+
+def _cuda_missing() -> str:
+    from graphc.executor.backends import get_backend
+
+    try:
+        get_backend("cuda")
+    except gc.DeviceError as e:
+        return str(e)
+    return ""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(bool(_cuda_missing()), reason=f"GPU test: {_cuda_missing()}")
+def test_a_gpu_plan_is_checked_on_host_copies():
+    """The model's arrays live on the GPU; the check runs on host copies and the plan on cupy."""
+    model, (x, y), make_opt, _ = family("demo")
+    step = gc.compile(model, (x, y), loss_fn=nn.CrossEntropyLoss(), optimizer=make_opt(model), device="cuda",
+                      verify="numeric")
+    assert_within_tolerance(step.graph.meta["verification"], step.graph.meta["passes"])
+    assert step.device.startswith("cuda") and np.isfinite(float(step.backend.to_numpy(step(x, y))))
