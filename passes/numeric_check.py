@@ -176,8 +176,15 @@ def run_graph(graph: Graph, nodes: list, example: Example, dtype: str, evaluate)
 
 # ---- comparing two runs -----------------------------------------------------------------
 def _magnitude(array: np.ndarray) -> float:
-    finite = array[np.isfinite(array)] if array.dtype.kind == "f" else array
-    return float(np.abs(finite).max(initial=0)) if finite.size else 0.0
+    """The largest finite ``|x|`` (two reductions, no temporary array, in the usual case)."""
+    if array.size == 0:
+        return 0.0
+    values = array.astype(np.int64) if array.dtype == bool else array
+    largest = max(float(values.max()), -float(values.min()))
+    if math.isfinite(largest):
+        return largest
+    finite = values[np.isfinite(values)]
+    return float(np.abs(finite).max(initial=0))
 
 
 def difference(before: np.ndarray, after: np.ndarray) -> float:
@@ -188,7 +195,12 @@ def difference(before: np.ndarray, after: np.ndarray) -> float:
     """
     if before.shape != after.shape:
         return math.inf
-    a, b = before.astype(np.float64), after.astype(np.float64)
+    a, b = before.astype(np.float64, copy=False), after.astype(np.float64, copy=False)
+    if a.size == 0:
+        return 0.0
+    largest = float(np.abs(a - b).max())
+    if math.isfinite(largest):  # the usual case: one temporary, no masks
+        return largest
     fa, fb = np.isfinite(a), np.isfinite(b)
     if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb], equal_nan=True):
         return math.inf
