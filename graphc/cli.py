@@ -100,6 +100,8 @@ def describe_verification(entries: list) -> list:
       pass                  dtype    outputs   kept   new   max abs   max rel    rtol  worst value
       cse                   float64        1      3     0         0         0   1e-09  -
     """
+    if not entries:  # passes="none" on an inference graph: nothing ran, nothing was compared
+        return ['numeric verification (verify="numeric"): no passes ran']
     batch = next((e.get("batch") for e in entries if isinstance(e, dict)), None)
     lines = [f"numeric verification (verify=\"numeric\", batch {_number(batch)}): every pass within tolerance",
              f"  {'pass':<20}  {'dtype':<7}  {'outputs':>7}  {'kept':>5}  {'new':>4}  {'max abs':>8}  "

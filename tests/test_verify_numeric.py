@@ -261,6 +261,9 @@ def test_the_record_survives_save_and_load_and_inspect_prints_it(tmp_path, capsy
     for record in step.graph.meta["verification"]:
         assert f"  {record['pass']:<20}  float64" in text
     assert "numeric verification" not in describe_plan(gc.compile(model.eval(), (x,)))
+    nothing = gc.compile(model.eval(), (x,), passes="none", verify="numeric")
+    assert nothing.graph.meta["verification"] == []
+    assert 'numeric verification (verify="numeric"): no passes ran' in describe_plan(nothing)
 
 
 def test_a_hand_edited_record_is_refused_or_printed_safely(tmp_path):
