@@ -9,12 +9,16 @@ with a short message: file content is quoted through ``show``, never repr().
 """
 from __future__ import annotations
 
+import msgpack
+
 from ..ir.errors import GraphcError
 from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
 from ..ir.types import DType, TensorType, dim_poly
 from ..ir.verify import verify
-from .plan_limits import GRAPH_FIELDS, MAX_IO, MAX_NODE_ATTRS, MAX_NODE_META, MAX_RANK, NODE_META, Limit, clip, fail, show
+from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_IO, MAX_NODE_ATTRS, MAX_NODE_META,
+                          MAX_NODES, MAX_RANK, NODE_META, Limit, clip, fail, show)
+from .plan_unpack import Fields
 
 MAX_DIM = 2**40
 
@@ -23,7 +27,16 @@ DTYPES = {d.short: d for d in (DType.float32, DType.float64, DType.int64, DType.
 
 
 # ---- encoding -----------------------------------------------------------------------
-def encode_graph(graph: Graph) -> dict:
+def encode_graph(graph: Graph, bodies: dict | None = None) -> dict:
+    """The graph as plain data. Custom op bodies (graphs in node attrs) go into ``functions``,
+    callees before callers, and a node's attr holds the body's index there."""
+    top = bodies is None
+    functions = []
+    if top:
+        bodies = {}
+        for body in _bodies_callees_first(graph):
+            functions.append(msgpack.packb(encode_graph(body, bodies), use_bin_type=True))
+            bodies[id(body)] = len(bodies)
     index: dict[int, int] = {}
     values = []
 
@@ -36,21 +49,42 @@ def encode_graph(graph: Graph) -> dict:
     inputs = [ref(v) for v in graph.inputs]
     state = [[ref(v), graph.state_roles[name]] for name, v in graph.state.items()]
     constants = [ref(v) for v in graph.constants.values()]
-    nodes = [[n.op, [ref(v) for v in n.inputs], [ref(v) for v in n.outputs], _plain(n.attrs), _plain(n.meta)]
+    nodes = [[n.op, [ref(v) for v in n.inputs], [ref(v) for v in n.outputs], _plain(n.attrs, bodies), _plain(n.meta)]
              for n in graph.nodes]
-    return {
+    encoded = {
         "name": graph.name, "values": values, "inputs": inputs, "state": state, "constants": constants,
         "nodes": nodes, "outputs": [index[id(v)] for v in graph.outputs], "output_names": list(graph.output_names),
         "updates": [[name, index[id(v)]] for name, v in graph.updates.items()], "meta": _plain(graph.meta),
     }
+    if functions:
+        encoded["functions"] = functions
+    return encoded
 
 
-def _plain(obj):
-    """Tuples become lists (msgpack has one sequence type); everything else is already plain."""
+def _bodies_callees_first(graph: Graph) -> list:
+    """Every body the graph's nodes hold, nested ones too, each after the bodies it calls."""
+    order, seen = [], set()
+
+    def visit(g: Graph) -> None:
+        for node in g.nodes:
+            for value in node.attrs.values():
+                if isinstance(value, Graph) and id(value) not in seen:
+                    seen.add(id(value))
+                    visit(value)
+                    order.append(value)
+    visit(graph)
+    return order
+
+
+def _plain(obj, bodies: dict | None = None):
+    """Tuples become lists (msgpack has one sequence type), a body its index in ``functions``;
+    everything else is already plain."""
     if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): _plain(v, bodies) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
+        return [_plain(v, bodies) for v in obj]
+    if isinstance(obj, Graph):
+        return bodies[id(obj)]
     return obj
 
 
@@ -97,8 +131,11 @@ def decode_type(shape, dtype, where: str) -> TensorType:
     return TensorType(tuple(shape), DTYPES[dtype])
 
 
-def decode_graph(fields) -> tuple[Graph, list]:
-    """``fields``: a ``plan_limits.Fields`` over the graph map."""
+def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
+    """``fields``: a ``plan_limits.Fields`` over the graph map. ``bodies``: the custom op
+    bodies decoded so far (a body's nodes may call only those)."""
+    if bodies is None:
+        bodies = decode_bodies(fields)
     graph = Graph(expect(fields.get("name"), str, "graph.name"))
     values = _decode_values(*fields.stream("values"))
     defined = [False] * len(values)
@@ -128,7 +165,7 @@ def decode_graph(fields) -> tuple[Graph, list]:
                                                                           "graph.constants")]
     _, nodes = fields.stream("nodes")
     for k, entry in enumerate(nodes):  # one at a time: the first bad node stops the load
-        graph.nodes.append(_decode_node(entry, k, take))
+        graph.nodes.append(_decode_node(entry, k, take, bodies))
     graph.outputs = [take(i, "graph.outputs") for i in expect(fields.get("outputs"), list, "graph.outputs")]
     graph.output_names = [expect(n, str, "graph.output_names")
                           for n in expect(fields.get("output_names"), list, "graph.output_names")]
@@ -187,7 +224,34 @@ def _pair(entry, where):
     return entry
 
 
-def _decode_node(entry, k: int, take) -> Node:
+def decode_bodies(fields) -> list:
+    """The custom op bodies of ``graph.functions``, in order: body k may call bodies 0..k-1
+    only, so no body reaches itself (no recursion), and the chain of calls is at most
+    ``MAX_CALL_DEPTH`` long; all bodies together hold at most ``MAX_NODES`` nodes. Each is a
+    graph of inputs, nodes and outputs (no state, constants or updates), checked by ir.verify."""
+    if "functions" not in fields:
+        return []
+    count, entries = fields.stream("functions")
+    bodies, depths, nodes = [], {}, 0
+    for k, packed in enumerate(entries):
+        where = f"graph.functions[{k}]"
+        body, constants = decode_graph(Fields(expect(packed, bytes, where), where, BODY_GRAPH_FIELDS), bodies)
+        if body.state or constants or body.updates or not body.outputs:
+            fail(f"{where} ({clip(body.name, 80)}) is not a custom op body: it must have outputs and no state, "
+                 "constants or updates")
+        called = [depths[id(v)] for n in body.nodes for v in n.attrs.values() if isinstance(v, Graph)]
+        depths[id(body)] = 1 + max(called, default=0)
+        if depths[id(body)] > MAX_CALL_DEPTH:
+            fail(f"{where} ({clip(body.name, 80)}) calls bodies {depths[id(body)]} levels deep "
+                 f"(at most {MAX_CALL_DEPTH})")
+        nodes += len(body.nodes)
+        if nodes > MAX_NODES:
+            fail(f"the custom op bodies hold more than {MAX_NODES} nodes together")
+        bodies.append(verify_loaded(body))
+    return bodies
+
+
+def _decode_node(entry, k: int, take, bodies: list) -> Node:
     where = f"node {k}"
     expect(entry, list, where)
     if len(entry) != 5:
@@ -205,6 +269,13 @@ def _decode_node(entry, k: int, take) -> Node:
     # neither recurse deeply on its attrs nor quote much of them (and its message is clipped)
     if len(expect(attrs, dict, f"{where} attrs")) > MAX_NODE_ATTRS:
         fail(f"{label} has {len(attrs)} attrs (at most {MAX_NODE_ATTRS})")
+    for key, spec in opdef.attrs.items():  # a body attr holds an index into the bodies decoded so far
+        if spec.kind == "graph" and key in attrs and attrs[key] is not None:
+            index = attrs[key]
+            if not (is_int(index) and 0 <= index < len(bodies)):
+                fail(f"{label} attr {key} names body {show(index)}, which is not one decoded before it "
+                     f"({len(bodies)} so far)")
+            attrs = {**attrs, key: bodies[index]}
     try:
         attrs = opdef.normalize_attrs(attrs)
     except GraphcError as e:

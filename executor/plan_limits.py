@@ -33,6 +33,8 @@ MAX_PRODUCER = 256           # characters
 METADATA_ITEMS = 4096        # plan.metadata: list elements plus map entries, at all levels
 METADATA_CONTAINERS = 1024
 METADATA_DEPTH = 8
+MAX_FUNCTIONS = 1024         # custom op bodies (a forward and a backward per traced custom op)
+MAX_CALL_DEPTH = 16          # bodies that call bodies: this many levels at most
 MAX_MESSAGE = 600            # characters of a PlanFormatError message (before the file's path)
 
 
@@ -90,7 +92,11 @@ GRAPH_FIELDS = {
     "updates": Limit(length=MAX_TENSORS, items=3 * MAX_TENSORS, containers=MAX_TENSORS + 1, string=MAX_NAME),
     # plain data: passes applied, hyper-input names, optimizer groups naming their parameters
     "meta": Limit(length=MAX_TENSORS, items=2 * MAX_TENSORS + 4096, containers=4096),
+    # since 1.4: custom op bodies, each a graph map packed into a bin (decoded with BODY_GRAPH_FIELDS);
+    # a node names a body by its index, and a body only bodies before it (plan_format.decode_bodies)
+    "functions": Stream(MAX_FUNCTIONS, Limit(length=0, items=0, containers=1, binary=-1)),
 }
+BODY_GRAPH_FIELDS = {k: v for k, v in GRAPH_FIELDS.items() if k != "functions"}
 BODY_FIELDS = {
     "graph": GRAPH_FIELDS,
     # a record: {name, dtype, shape, data} and room for a few more keys; data up to the body's size

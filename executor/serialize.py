@@ -56,8 +56,11 @@ from .plan_limits import (
 from .plan_unpack import Fields
 
 MAGIC = "graphc-plan"
-# 1.1: optional lr scheduler state and initial_lr; 1.2: u8 values; 1.3: the raw data section (docs/format.md)
-FORMAT_VERSION = (1, 3)
+# 1.1: optional lr scheduler state and initial_lr; 1.2: u8 values; 1.3: the raw data section;
+# 1.4: custom op bodies (graph.functions) (docs/format.md). A file says the oldest version that
+# describes it: 1.3 unless it holds bodies, so graphc versions that read 1.3 keep reading it.
+FORMAT_VERSION = (1, 4)
+WITHOUT_BODIES = (1, 3)
 KINDS = ("training", "inference")
 
 
@@ -98,7 +101,8 @@ def plan_chunks(plan, metadata: dict | None = None, where: str = "the plan") -> 
     }
     body_bytes = msgpack.packb(body, use_bin_type=True)
     header = msgpack.packb({
-        "magic": MAGIC, "format_version": list(FORMAT_VERSION), "producer": producer(), "kind": plan.kind,
+        "magic": MAGIC, "format_version": list(FORMAT_VERSION if "functions" in encoded else WITHOUT_BODIES),
+        "producer": producer(), "kind": plan.kind,
         "checksum": "sha256:" + hashlib.sha256(body_bytes).hexdigest(), "body": body_bytes,
         "data": {"size": data.size, "checksum": data.checksum()},
     }, use_bin_type=True)

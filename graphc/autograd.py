@@ -321,3 +321,13 @@ def _free(tensor) -> None:
         stack.extend(t._grad_fn[0] for t in entry.inputs if t._grad_fn is not None)
         entry.outputs = None
         entry.inputs = []
+
+
+def __getattr__(name):
+    """``gc.autograd.Function`` (PyTorch's ``torch.autograd.Function``) lives in
+    ``graphc.custom_ops``, which needs the dispatcher, which imports this module."""
+    if name in ("Function", "FunctionCtx"):
+        from . import custom_ops
+
+        return getattr(custom_ops, name)
+    raise AttributeError(f"module 'graphc.autograd' has no attribute {name!r}")

@@ -34,25 +34,27 @@ def _literal(data: np.ndarray) -> str:
     return repr(item) if not isinstance(item, float) else f"{item:.8g}"
 
 
-def format_attrs(attrs: dict) -> str:
+def format_attrs(attrs: dict, labels: dict | None = None) -> str:
     if not attrs:
         return ""
-    parts = [f"{k}={_attr(v)}" for k, v in attrs.items()]
+    parts = [f"{k}={_attr(v, labels or {})}" for k, v in attrs.items()]
     return "[" + ", ".join(parts) + "]"
 
 
-def _attr(v) -> str:
+def _attr(v, labels: dict) -> str:
+    if isinstance(v, Graph):  # a custom op's body: printed once, after the graph that calls it
+        return "{" + labels.get(id(v), v.name) + "}"
     if isinstance(v, (tuple, list)):
-        return "[" + ", ".join(_attr(x) for x in v) + "]"
+        return "[" + ", ".join(_attr(x, labels) for x in v) + "]"
     if isinstance(v, float):
         return f"{v:.8g}"
     return repr(v) if isinstance(v, str) else str(v)
 
 
-def format_node(node: Node, graph: Graph | None = None) -> str:
+def format_node(node: Node, graph: Graph | None = None, labels: dict | None = None) -> str:
     outs = ", ".join(f"%{v.name}:{v.type}" for v in node.outputs)
     args = ", ".join(format_value(v, graph) for v in node.inputs)
-    line = f"{outs} = {node.op}{format_attrs(node.attrs)}({args})"
+    line = f"{outs} = {node.op}{format_attrs(node.attrs, labels)}({args})"
     comment = describe_location(node.meta)
     extras = [comment] if comment else []
     if node.meta.get("grad_of"):
@@ -63,8 +65,33 @@ def format_node(node: Node, graph: Graph | None = None) -> str:
 
 
 def format_graph(graph: Graph) -> str:
+    """The graph, then each body its custom ops call (``{log1pexp.forward}``), once each."""
+    bodies = called_bodies(graph)
+    labels, taken = {}, {}
+    for body in bodies:
+        taken[body.name] = taken.get(body.name, 0) + 1
+        labels[id(body)] = body.name if taken[body.name] == 1 else f"{body.name}#{taken[body.name]}"
+    blocks = [_format_block(graph, "graph", graph.name, labels)]
+    blocks += [_format_block(body, "body", labels[id(body)], labels) for body in bodies]
+    return "\n".join(blocks)
+
+
+def called_bodies(graph: Graph) -> list:
+    """The graphs held in node attrs (custom op bodies), nested ones too, in order of first use."""
+    found, seen, stack = [], set(), [graph]
+    while stack:
+        for node in stack.pop(0).nodes:
+            for value in node.attrs.values():
+                if isinstance(value, Graph) and id(value) not in seen:
+                    seen.add(id(value))
+                    found.append(value)
+                    stack.append(value)
+    return found
+
+
+def _format_block(graph: Graph, keyword: str, label: str, labels: dict) -> str:
     ins = ", ".join(f"%{v.name}:{v.type}" for v in graph.inputs)
-    lines = [f"graph {graph.name}({ins}) {{"]
+    lines = [f"{keyword} {label}({ins}) {{"]
     for entry in graph.meta.get("passes", []):
         lines.append(f"  # pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
     for role, title in (("param", "params"), ("buffer", "buffers"), ("optim", "optimizer state")):
@@ -75,7 +102,7 @@ def format_graph(graph: Graph) -> str:
     if arrays:
         lines.append("  constants: " + ", ".join(f"${v.name}:{v.type}" for v in arrays))
     for node in graph.nodes:
-        lines.append("  " + format_node(node, graph))
+        lines.append("  " + format_node(node, graph, labels))
     lines.append("  return " + ", ".join(format_value(v, graph) for v in graph.outputs))
     for name, value in graph.updates.items():
         lines.append(f"  update @{name} <- {format_value(value, graph)}")

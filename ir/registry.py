@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import GraphcError, ShapeError, show
+from .graph import Graph
 from .types import DType
 
 REQUIRED = object()
@@ -30,6 +31,7 @@ _ATTR_CHECKS = {
     "ints": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECKS["int"](x) for x in v),
     "dims": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECKS["int"](x) or isinstance(x, str) for x in v),
     "dtype": lambda v: isinstance(v, str) and v in {d.name for d in DType},
+    "graph": lambda v: isinstance(v, Graph),  # a call's body: an ir.Graph of registry ops (ONNX's GRAPH attr)
     "slices": lambda v: isinstance(v, (list, tuple)) and all(
         isinstance(s, (list, tuple)) and len(s) == 3 and all(x is None or _ATTR_CHECKS["int"](x) for x in s) for s in v),
 }
@@ -90,8 +92,14 @@ class OpDef:
     # Mixed input dtypes (int64 @ f32) compute in the output's dtype; numpy would widen to f64.
     promotes_inputs: bool = False
     # Outputs whose cotangent the vjp takes (None: every float output). Batch norm's statistics
-    # feed state updates, never the loss.
-    differentiable_outputs: tuple | None = None
+    # feed state updates, never the loss. A function of the attrs where it depends on the node
+    # (a custom op's saved intermediates follow its outputs).
+    differentiable_outputs: tuple | Callable | None = None
+
+    def outputs_with_gradients(self, attrs: dict) -> tuple | None:
+        """The indices of the outputs whose cotangents the vjp reads (None: all float ones)."""
+        wanted = self.differentiable_outputs
+        return wanted(attrs) if callable(wanted) else wanted
 
     def normalize_attrs(self, attrs: dict) -> dict:
         """Fill defaults, check kinds, turn lists into tuples (hashable, plain data)."""

@@ -7,13 +7,14 @@ names keeps the named ones). Every pass records its name and node counts in
 also runs the example inputs through the graph before and after each and compares the values
 (passes/numeric_check.py), recording the differences in ``graph.meta["verification"]``.
 
-- inference: dce -> cse -> fold_constants -> fuse_conv_bn -> fuse_conv_relu -> fuse_linear_relu
+- inference: inline_calls (custom ops' bodies) -> dce -> cse -> fold_constants -> fuse_conv_bn
+  -> fuse_conv_relu -> fuse_linear_relu
 - training: fusions on the forward graph (their fused ops carry fused backwards), then
-  autodiff, the non-finite guard and the optimizer update, then cse -> dce
+  autodiff, the non-finite guard and the optimizer update, then inline_calls -> cse -> dce
 - step (a traced training step function): the training pipeline without its optimizer step,
   since ``optimizer.step()`` recorded the update while tracing
-- export: freeze (parameters become constants) -> fold_bn -> fold_constants -> cse -> dce ->
-  fusions
+- export: freeze (parameters become constants) -> inline_calls -> fold_bn -> fold_constants ->
+  cse -> dce -> fusions
 - import (an ONNX model): export without freeze, since its weights are constants already, and
   with fuse_linear_bias and fuse_rsqrt, which put ONNX's spellings back into graphc's ops
 """
@@ -27,6 +28,7 @@ from ..ir.graph import Graph
 from ..ir.verify import verify as verify_graph
 from .cleanup import cse, dce, fold_constants
 from .freeze import fold_bn
+from .inline import inline_calls
 from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_bias, fuse_linear_relu, fuse_rsqrt
 from .numeric_check import Example, NumericCheck, check_verify
 from .training import TRAINING, apply_optimizer, differentiate, guard_finite
@@ -39,13 +41,16 @@ class Step(NamedTuple):
 
 _FUSIONS = [Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("fuse_linear_relu")]
 PIPELINES = {
-    "inference": [Step("dce"), Step("cse"), Step("fold_constants"), *_FUSIONS],
+    "inference": [Step("inline_calls"), Step("dce"), Step("cse"), Step("fold_constants"), *_FUSIONS],
+    # custom ops are inlined after autodiff, which must use their own backward
     "training": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"),
-                 Step("autodiff", True), Step("guard_finite", True), Step("optimizer", True), Step("cse"), Step("dce")],
+                 Step("autodiff", True), Step("guard_finite", True), Step("optimizer", True), Step("inline_calls"),
+                 Step("cse"), Step("dce")],
     # a traced step function: its optimizer update is already in the graph (optimizer.step())
     "step": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("autodiff", True),
-             Step("guard_finite", True), Step("cse"), Step("dce")],
-    "export": [Step("freeze", True), Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), *_FUSIONS],
+             Step("guard_finite", True), Step("inline_calls"), Step("cse"), Step("dce")],
+    "export": [Step("freeze", True), Step("inline_calls"), Step("fold_bn"), Step("fold_constants"), Step("cse"),
+               Step("dce"), *_FUSIONS],
     # an imported ONNX model: already frozen (its weights are constants)
     "import": [Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), Step("fuse_linear_bias"),
                Step("fuse_rsqrt"), *_FUSIONS],
@@ -58,7 +63,7 @@ def pass_table(evaluate=None) -> dict:
     """Name -> ``Graph -> Graph``. ``evaluate(node, arrays)`` runs a node (for folding)."""
     table = {"dce": dce, "cse": cse, "fuse_linear_relu": fuse_linear_relu, "fuse_conv_bn": fuse_conv_bn,
              "fuse_conv_relu": fuse_conv_relu, "fuse_linear_bias": fuse_linear_bias, "fuse_rsqrt": fuse_rsqrt,
-             "fold_bn": fold_bn, "autodiff": differentiate,
+             "fold_bn": fold_bn, "autodiff": differentiate, "inline_calls": inline_calls,
              "guard_finite": guard_finite, "optimizer": apply_optimizer}
     if evaluate is not None:
         table["fold_constants"] = partial(fold_constants, evaluate=evaluate)

@@ -668,6 +668,71 @@ def _collective_table() -> list[OpInfo]:
     ])]
 
 
+def _custom_call_sample(cls, inputs, ref, desc, **kw) -> Sample:
+    """A ``custom_call`` of the custom op ``cls`` traced for ``inputs``: its attrs hold the
+    bodies, and the constants the bodies use are trailing inputs, as gc.custom_op calls it."""
+    from graphc.custom_ops import CustomOp, trace_bodies
+    from graphc.ir.types import DType, TensorType
+
+    types = tuple(TensorType(a.shape, DType.from_any(a.dtype)) for a in inputs)
+    attrs, constants, _ = trace_bodies(CustomOp(cls), types, (), len(inputs), None)
+    return S([*inputs, *constants], ref, desc, attrs, dynamic=False, **kw)
+
+
+class _Log1pExp:
+    """log(1 + e^x) without overflow; gradient sigmoid(x). Its one constant (the 0 of x > 0)
+    has a zero derivative away from x = 0, so finite differences over every input agree."""
+
+    @staticmethod
+    def forward(ctx, x):
+        import graphc as gc
+
+        ctx.save_for_backward(x)
+        return gc.where(x > 0, x + gc.log1p(gc.exp(-x)), gc.log1p(gc.exp(x)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.sigmoid()
+
+
+class _MulSaved:
+    """Two inputs, two outputs, an intermediate saved for the backward (a residual output)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        product = a * b
+        ctx.save_for_backward(a, b, product.tanh())
+        return product, a - b
+
+    @staticmethod
+    def backward(ctx, grad_product, grad_difference):
+        a, b, _ = ctx.saved_tensors
+        return grad_product * b + grad_difference, grad_product * a - grad_difference
+
+
+def _custom_table() -> list[OpInfo]:
+    """Custom ops' calls (gc.custom_op). Last, so its draws shift no other entry."""
+    def mul_saved(ins, attrs):
+        a, b = ins[0].astype(F64), ins[1].astype(F64)
+        return [r.astype(ins[0].dtype) for r in (a * b, a - b, np.tanh(a * b))]
+
+    def log1pexp(ins, attrs):
+        return [np.logaddexp(0, ins[0].astype(F64)).astype(ins[0].dtype)]
+
+    # A body is traced for its input types: the gradient checks (in float64) use float64 samples.
+    why = "a user's op: PyTorch parity against autograd.Function equivalents is tests/test_custom_op.py's"
+    f32 = "traced for float32 inputs; the gradient check runs in float64 (the float64 samples)"
+    return [OpInfo("custom_call", no_torch=why, samples=[
+        _custom_call_sample(_Log1pExp, [randn(3, 4, scale=3.0)], log1pexp, "log1pexp", grad=False, no_torch=f32),
+        _custom_call_sample(_Log1pExp, [randn(2, 5, dtype=F64, scale=3.0)], log1pexp, "log1pexp f64"),
+        _custom_call_sample(_MulSaved, [strided(randn(2, 3)), randn(2, 3)], mul_saved, "residual, noncontig",
+                            grad=False),
+        _custom_call_sample(_MulSaved, [randn(2, 3, dtype=F64), randn(2, 3, dtype=F64)], mul_saved,
+                            "two in, two out, f64"),
+    ])]
+
+
 def build_table() -> dict[str, OpInfo]:
     """Every family's entries, in this order (the order the seeded inputs are drawn in)."""
     from op_table_grad import backward_table, fused_table  # these need the helpers above: import here
@@ -676,7 +741,8 @@ def build_table() -> dict[str, OpInfo]:
 
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
-                  nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table):
+                  nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table,
+                  _custom_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
             table[info.op] = info

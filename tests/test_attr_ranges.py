@@ -14,7 +14,7 @@ from graphc.ir.registry import REQUIRED
 from plan_edit import rewrite_body
 
 VALID = {"ints": (1, 1), "int": 1, "float": 0.5, "bool": False, "str": "x", "dtype": "float32", "dims": (1,),
-         "slices": ((0, 1, 1),)}  # an in-range value of each kind, for attrs without a default
+         "slices": ((0, 1, 1),), "graph": gc.ir.Graph("body")}  # an in-range value per kind, for attrs with no default
 
 BAD_BN = [("eps", math.nan), ("eps", math.inf), ("eps", -1.0), ("eps", 0.0), ("eps", 1e308),
           ("momentum", math.nan), ("momentum", -0.1), ("momentum", 1.5)]

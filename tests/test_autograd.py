@@ -75,9 +75,9 @@ CASES = [(op, i, s) for op, info in sorted(OP_INFO.items()) if REGISTRY[op].vjp 
          for i, s in enumerate(info.samples) if s.grad]
 
 
-def _chosen_outputs(op, types) -> list:
+def _chosen_outputs(op, attrs, types) -> list:
     """Indices of the outputs the loss reads: float ones the op differentiates (BN's statistics never)."""
-    wanted = REGISTRY[op].differentiable_outputs
+    wanted = REGISTRY[op].outputs_with_gradients(attrs)
     return [i for i, dt in enumerate(types) if dt.is_float and (wanted is None or i in wanted)]
 
 
@@ -116,7 +116,7 @@ def test_eager_backward_matches_compiled_vjp(op, index, sample):
     rng_state = generator().bit_generator.state  # dropout's eager mask, replayed by the plan
     out = apply(op, leaves, dict(sample.attrs))
     outs = out if isinstance(out, tuple) else (out,)
-    chosen = _chosen_outputs(op, [o.dtype for o in outs])
+    chosen = _chosen_outputs(op, sample.attrs, [o.dtype for o in outs])
     assert chosen, f"{op}: no differentiable output"
     cotangents = {i: rng.standard_normal(outs[i].shape).astype(outs[i].numpy().dtype) for i in chosen}
     loss = None

@@ -41,7 +41,7 @@ def _build(op, sample, rng):
     if attrs.get("dtype") in ("float32", "float16"):  # the whole check runs in float64
         attrs["dtype"] = "float64"
     outputs = b.emit(op, values, attrs)
-    wanted = REGISTRY[op].differentiable_outputs  # a per-op fact: BN's statistics never reach a loss
+    wanted = REGISTRY[op].outputs_with_gradients(attrs)  # BN's statistics never reach a loss
     chosen = [o for i, o in enumerate(outputs) if o.type.dtype.is_float and (wanted is None or i in wanted)]
     loss = None
     for out in chosen:

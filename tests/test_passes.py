@@ -794,7 +794,8 @@ def test_pass_records_of_default_and_none_pipelines():
     model = _cnn()
     train = _training_graph(model, "default")
     assert [p["name"] for p in train.meta["passes"]] == ["fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu",
-                                                         "autodiff", "guard_finite", "optimizer", "cse", "dce"]
+                                                         "autodiff", "guard_finite", "optimizer", "inline_calls", "cse",
+                                                         "dce"]
     none = _training_graph(_cnn(), "none")
     assert [p["name"] for p in none.meta["passes"]] == ["autodiff", "guard_finite", "optimizer"]
     for g in (train, none):

@@ -140,6 +140,7 @@ _JS = r"""
     row(table, 'module', d.module ? d.module + (d.module_type ? ' (' + d.module_type + ')' : '') : '');
     row(table, 'source', d.source); row(table, 'fused', d.fused); row(table, 'grad of', d.grad_of);
     row(table, 'pass', d.pass); row(table, 'role', d.role); row(table, 'type', d.type);
+    row(table, 'body', d.body);
     var attrs = d.attrs || {};
     Object.keys(attrs).forEach(function (key) { row(table, 'attr ' + key, attrs[key]); });
     row(table, 'inputs', pairs(d.inputs || [])); row(table, 'outputs', pairs(d.outputs || []));

@@ -150,8 +150,11 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
                 "outputs": [[f"%{v.name}", str(v.type)] for v in node.outputs],
                 "updates": [s for v in node.outputs for s in updated.get(id(v), [])],
                 "returns": [s for v in node.outputs for s in returned.get(id(v), [])]}
-        vg.nodes[nid] = VNode(nid, "op", [node.op] + ([fused] if fused else []), phase, cluster(phase, path),
-                              path, info, fused)
+        lines = [node.op] + ([fused] if fused else [])
+        if node.op == "custom_call":  # the user's op by name; its body text in the details
+            lines.append(node.attrs["name"])
+            info["body"] = str(node.attrs["forward"])
+        vg.nodes[nid] = VNode(nid, "op", lines, phase, cluster(phase, path), path, info, fused)
         for v in node.inputs:
             if id(v) in roles:
                 leaf_uses[(id(v), phase)].append(nid)
