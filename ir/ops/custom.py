@@ -11,7 +11,7 @@ of the backward body: autodiff uses the user's gradient, never the forward body'
 """
 from __future__ import annotations
 
-from ..errors import ShapeError
+from ..errors import GraphcError, ShapeError
 from ..registry import Attr, OpDef, register
 
 
@@ -48,8 +48,9 @@ def _vjp(b, node, cts, needs):
     """The user's backward as a second custom_call: (inputs, outputs, cotangents) -> grads."""
     attrs = node.attrs
     backward = attrs["backward"]
-    if backward is None:
-        return [None] * len(node.inputs)
+    if backward is None:  # a backward's own call: no second derivative (rather than a silent zero)
+        raise GraphcError(f"custom op {attrs['name']!r} has no gradient: second derivatives through a custom "
+                          "op's backward are not supported")
     user = node.outputs[:attrs["outputs"]]
     cotangents = [ct if ct is not None else b.emit1("full", [], {"shape": list(v.type.shape), "value": 0.0,
                                                                   "dtype": v.type.dtype.name})
