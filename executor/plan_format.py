@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import msgpack
 
-from ..ir.errors import GraphcError
+from ..ir.errors import GraphcError, PlanFormatError
 from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
 from ..ir.types import DType, TensorType, dim_poly
 from ..ir.verify import verify
 from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_IO, MAX_NODE_ATTRS, MAX_NODE_META,
-                          MAX_NODES, MAX_RANK, NODE_META, Limit, clip, fail, show)
+                          MAX_EXPANDED, MAX_NODES, MAX_RANK, NODE_META, FAIL_PREFIX, Limit, clip, fail, show)
 from .plan_unpack import Fields
 
 MAX_DIM = 2**40
@@ -166,6 +166,8 @@ def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
     _, nodes = fields.stream("nodes")
     for k, entry in enumerate(nodes):  # one at a time: the first bad node stops the load
         graph.nodes.append(_decode_node(entry, k, take, bodies))
+    if bodies and expanded_size(graph, {}) > MAX_EXPANDED:
+        fail(f"the graph runs more than {MAX_EXPANDED} ops with its custom op calls expanded")
     graph.outputs = [take(i, "graph.outputs") for i in expect(fields.get("outputs"), list, "graph.outputs")]
     graph.output_names = [expect(n, str, "graph.output_names")
                           for n in expect(fields.get("output_names"), list, "graph.output_names")]
@@ -227,28 +229,52 @@ def _pair(entry, where):
 def decode_bodies(fields) -> list:
     """The custom op bodies of ``graph.functions``, in order: body k may call bodies 0..k-1
     only, so no body reaches itself (no recursion), and the chain of calls is at most
-    ``MAX_CALL_DEPTH`` long; all bodies together hold at most ``MAX_NODES`` nodes. Each is a
-    graph of inputs, nodes and outputs (no state, constants or updates), checked by ir.verify."""
+    ``MAX_CALL_DEPTH`` long; all bodies together hold at most ``MAX_NODES`` nodes, and one
+    call runs at most ``MAX_EXPANDED`` ops with its nested calls expanded (64 calls per body over
+    16 levels is a small file but 64**15 ops). Each is a graph of inputs, pure ops and outputs
+    (no state, constants or updates), checked by ir.verify; a problem names the body."""
     if "functions" not in fields:
         return []
     count, entries = fields.stream("functions")
-    bodies, depths, nodes = [], {}, 0
+    bodies, depths, sizes, nodes = [], {}, {}, 0
     for k, packed in enumerate(entries):
         where = f"graph.functions[{k}]"
-        body, constants = decode_graph(Fields(expect(packed, bytes, where), where, BODY_GRAPH_FIELDS), bodies)
-        if body.state or constants or body.updates or not body.outputs:
-            fail(f"{where} ({clip(body.name, 80)}) is not a custom op body: it must have outputs and no state, "
-                 "constants or updates")
-        called = [depths[id(v)] for n in body.nodes for v in n.attrs.values() if isinstance(v, Graph)]
-        depths[id(body)] = 1 + max(called, default=0)
+        try:
+            body, constants = decode_graph(Fields(expect(packed, bytes, where), where, BODY_GRAPH_FIELDS), bodies)
+            label = f"{where} ({clip(body.name, 80)})"
+            if body.state or constants or body.updates or not body.outputs:
+                fail(f"{label} is not a custom op body: it must have outputs and no state, constants or updates")
+            verify_loaded(body)
+        except PlanFormatError as e:  # the body's own "node 0" is not the model's: say whose it is
+            raise PlanFormatError(e.message if where in e.message else f"{FAIL_PREFIX}{where}: "
+                                  f"{e.message.removeprefix(FAIL_PREFIX)}") from None
+        impure = next((n.op for n in body.nodes if get_op(n.op).effects != "pure"), None)
+        if impure is not None:
+            fail(f"{label} holds {impure} ({get_op(impure).effects}); a custom op body holds pure ops only")
+        called = [v for n in body.nodes for v in n.attrs.values() if isinstance(v, Graph)]
+        depths[id(body)] = 1 + max((depths[id(v)] for v in called), default=0)
         if depths[id(body)] > MAX_CALL_DEPTH:
-            fail(f"{where} ({clip(body.name, 80)}) calls bodies {depths[id(body)]} levels deep "
-                 f"(at most {MAX_CALL_DEPTH})")
+            fail(f"{label} calls bodies {depths[id(body)]} levels deep (at most {MAX_CALL_DEPTH})")
+        sizes[id(body)] = expanded_size(body, sizes)
+        if sizes[id(body)] > MAX_EXPANDED:
+            fail(f"{label} runs more than {MAX_EXPANDED} ops with its calls expanded")
         nodes += len(body.nodes)
         if nodes > MAX_NODES:
             fail(f"the custom op bodies hold more than {MAX_NODES} nodes together")
-        bodies.append(verify_loaded(body))
+        bodies.append(body)
     return bodies
+
+
+def expanded_size(graph: Graph, sizes: dict) -> int:
+    """Ops one run of ``graph`` executes, a call counting its forward body's (memoized in
+    ``sizes`` by body: linear in the stored nodes; the recursion is as deep as the calls)."""
+    total = 0
+    for node in graph.nodes:
+        body = node.attrs["forward"] if node.op == "custom_call" else None
+        if body is not None and id(body) not in sizes:
+            sizes[id(body)] = expanded_size(body, sizes)
+        total += sizes[id(body)] if body is not None else 1
+    return total
 
 
 def _decode_node(entry, k: int, take, bodies: list) -> Node:

@@ -35,6 +35,7 @@ METADATA_CONTAINERS = 1024
 METADATA_DEPTH = 8
 MAX_FUNCTIONS = 1024         # custom op bodies (a forward and a backward per traced custom op)
 MAX_CALL_DEPTH = 16          # bodies that call bodies: this many levels at most
+MAX_EXPANDED = MAX_NODES     # ops one run executes with custom op calls expanded (the plan's size if inlined)
 MAX_MESSAGE = 600            # characters of a PlanFormatError message (before the file's path)
 
 
@@ -112,5 +113,8 @@ BODY_FIELDS = {
 
 
 # ---- messages (clip and show live in ir.errors: the registry quotes untrusted attrs too) -------
+FAIL_PREFIX = "invalid plan file: "
+
+
 def fail(message: str):
-    raise PlanFormatError(f"invalid plan file: {clip(message, MAX_MESSAGE)}")
+    raise PlanFormatError(f"{FAIL_PREFIX}{clip(message, MAX_MESSAGE)}")

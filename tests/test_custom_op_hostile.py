@@ -17,9 +17,9 @@ a nested ``functions`` key inside a body (never decoded recursively). Every refu
 in under a second with pickle, marshal, eval, exec, os.system and subprocess disabled. And the
 untouched file loads and gives the same loss in a fresh process that has no custom op code.
 
-Known gaps of the loader are strict xfails: a call tree whose expanded size is unbounded (fan-out),
-bodies holding impure ops (random, collective), and messages about a body's inside that do not
-say which body.
+The loader also bounds the call tree's expanded size (a fan-out of calls), refuses bodies holding
+impure ops (random, collective), and names the body in messages about its inside (these three
+were found by this file, as strict xfails, and fixed).
 """
 from __future__ import annotations
 
@@ -351,9 +351,6 @@ def fan_out(graph, bodies):
     call_attrs(graph)["forward"] = len(bodies) - 1
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the loader bounds call depth and stored body nodes but not the "
-                   "expanded size of the call tree; a 1,000-node fan-out (64 calls per body, 16 levels) loads, "
-                   "and its first run does 64**15 node executions")
 def test_call_tree_expanding_past_max_nodes_is_refused(tmp_path, saved):
     refused(write_plan(tmp_path, saved, fan_out), "")
 
@@ -398,9 +395,6 @@ UNNAMED = ["unknown op", "reads a value before it is defined", "value index past
            "bad dtype", "bad attr of an inner op", "output never defined", "updates of unknown state"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: errors found inside a body are reported as if in the model's graph "
-                   "('node 0 (gt) refers to value 99', 'graph.outputs reads %7 before it is defined'): the message "
-                   "does not say graph.functions[k], and the model's graph has a node 0 too")
 @pytest.mark.parametrize("case", UNNAMED)
 def test_errors_inside_a_body_name_the_body(tmp_path, saved, case):
     edit, match = SHAPE_OF_BODY[case]
@@ -414,8 +408,6 @@ IMPURE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="bug: bodies are traced pure (custom_ops._check_body refuses random and "
-                   "collective ops) but the loader does not check it; a body with dropout or allreduce loads")
 @pytest.mark.parametrize("case", sorted(IMPURE))
 def test_a_body_with_an_impure_op_is_refused(tmp_path, saved, case):
     op, attrs = IMPURE[case]
