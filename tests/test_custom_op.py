@@ -129,14 +129,50 @@ def test_compiled_gradients_match_pytorch(name, passes, torch_ref):
     np.testing.assert_allclose(step_taken, (X * want["grad"]).sum(0), rtol=1e-5, atol=1e-5)
 
 
-def test_compiled_inference_runs_the_body_and_exports(tmp_path):
-    model = nn.Sequential(nn.Linear(5, 4))
-    infer = gc.compile(lambda x: log1pexp(model(x)), (X,))
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 4)
+
+    def forward(self, x):
+        return log1pexp(self.fc(x))
+
+
+def test_compiled_inference_runs_the_body():
+    model = Head().eval()
+    infer = gc.compile(model, (X,))
     assert "custom_call" not in [n.op for n in infer.graph.nodes]  # inlined: the arena plans its ops
-    eager = log1pexp(model(gc.tensor(X))).numpy()
-    np.testing.assert_allclose(infer(X), eager, rtol=RTOL)
-    exported = gc.export(model, (X,), tmp_path / "m.graphc")  # no custom op: for comparison only
-    assert exported(X).shape == (2, 4)
+    np.testing.assert_allclose(infer(X), model(gc.tensor(X)).numpy(), rtol=RTOL)
+    np.testing.assert_allclose(infer(X[:1]), model(gc.tensor(X[:1])).numpy(), rtol=RTOL)  # another batch size
+
+
+@pytest.mark.parametrize("suffix", [".graphc", ".onnx"])
+def test_export_inlines_custom_ops(suffix, tmp_path):
+    if suffix == ".onnx":
+        pytest.importorskip("onnx", reason="the onnx extra (CI installs it)")
+    model = Head().eval()
+    gc.export(model, (X,), tmp_path / f"m{suffix}")
+    loaded = gc.load(tmp_path / f"m{suffix}")  # an ONNX file holds ordinary ONNX ops
+    assert "custom_call" not in [n.op for n in loaded.graph.nodes]
+    np.testing.assert_allclose(loaded(X), model(gc.tensor(X)).numpy(), rtol=RTOL, atol=1e-6)
+
+
+def test_a_traced_train_step_uses_the_custom_backward():
+    """The classic loop body, compiled: SignSTE's gradient passes through (sign's own is zero)."""
+    model = nn.Linear(5, 1)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(x):
+        opt.zero_grad()
+        loss = SignSTE.apply(model(x) * 0.5).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    before = model.weight.numpy().copy()
+    step = gc.compile(train_step, (X / 100,))
+    step(X / 100)
+    assert not np.allclose(model.weight.numpy(), before)
 
 
 def test_the_printer_shows_the_call_and_its_bodies_once():
