@@ -88,9 +88,14 @@ def train(args, log=print, rank: int = 0) -> dict:
             return model(x)
 
     start = time.perf_counter()
-    step = gc.compile(train_step, example_inputs=(xb, yb), device=args.device)  # traced once: one plan
+    verify = "numeric" if args.verify else False  # each pass checked on this batch (docs/verification.md)
+    step = gc.compile(train_step, example_inputs=(xb, yb), device=args.device, verify=verify)  # traced once
     compile_s = time.perf_counter() - start
     log(f"compiled the training step in {compile_s:.2f} s: {len(step.graph.nodes)} nodes on {step.device}")
+    if args.verify:
+        from .cli import describe_verification
+
+        log("\n".join(describe_verification(step.graph.meta["verification"])))
     model.eval()
     infer = gc.compile(evaluate, example_inputs=(xb,), device=args.device)
     model.train()
@@ -194,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--processes", type=at_least("--processes", 1), default=None, metavar="N",
                         help="train data-parallel in N processes over MPI (needs graphc[mpi]); --batch-size "
                              "is then the global batch. Under mpiexec it defaults to the job's size, else 1")
+    parser.add_argument("--verify", action="store_true",
+                        help="check every pass of the training step numerically on the first batch and print "
+                             "the report (verify='numeric'; the saved plan keeps it for graphc inspect)")
     parser.add_argument("--seed", type=at_least("--seed", 0), default=0,
                         help="seed for the weights, shuffling and dropout (default: %(default)s)")
     return parser

@@ -311,3 +311,15 @@ def test_a_gpu_plan_is_checked_on_host_copies():
                       verify="numeric")
     assert_within_tolerance(step.graph.meta["verification"], step.graph.meta["passes"])
     assert step.device.startswith("cuda") and np.isfinite(float(step.backend.to_numpy(step(x, y))))
+
+
+def test_the_demo_prints_its_training_steps_report_and_saves_it(tmp_path, capsys):
+    """``graphc demo --verify``: the report the issue asks the notes to show, printed by the demo
+    and kept in its saved training plan for ``graphc inspect``."""
+    assert cli_main(["demo", "--epochs", "1", "--verify", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert 'numeric verification (verify="numeric", batch 64): every pass within tolerance' in printed
+    for name in ("autodiff", "inline_calls", "cse", "dce"):
+        assert f"  {name} " in printed
+    assert cli_main(["inspect", str(tmp_path / "train.graphc")]) == 0
+    assert "every pass within tolerance" in capsys.readouterr().out
