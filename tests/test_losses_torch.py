@@ -571,3 +571,14 @@ def test_mismatched_shapes_broadcast_with_torchs_warning():
         out = F.mse_loss(_x(3, 1), _x(3), reduction="none")
     assert out.shape == (3, 3)
 
+
+
+def test_losses_take_numpy_inputs_and_targets_eagerly():
+    """As modules do (an eager loop over numpy batches): int64 targets stay class indices."""
+    logits = np.array([[2.0, 0.0, -1.0], [0.0, 1.0, 3.0]], np.float32)
+    labels = np.array([0, 2], np.int64)
+    want = float(nn.CrossEntropyLoss()(gc.tensor(logits), gc.tensor(labels)))
+    assert float(nn.CrossEntropyLoss()(logits, labels)) == want
+    assert float(F.cross_entropy(gc.tensor(logits), labels)) == want
+    assert float(F.nll_loss(gc.tensor(logits).log_softmax(1), labels)) == want
+    assert float(nn.MSELoss()(logits, np.zeros_like(logits))) == float((logits ** 2).mean())

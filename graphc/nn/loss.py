@@ -14,6 +14,10 @@ class _Loss(Module):
         super().__init__()
         self.reduction = L._legacy_reduction(size_average, reduce, reduction)
 
+    def __call__(self, input, target, *args, **kwargs):
+        # numpy inputs and targets, as every module takes them (an eager loop over a DataLoader)
+        return super().__call__(L.as_loss_tensor(input), L.as_loss_tensor(target), *args, **kwargs)
+
 
 class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):

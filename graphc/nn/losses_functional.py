@@ -48,6 +48,11 @@ def _reduce(loss, reduction: str):
     return loss
 
 
+def as_loss_tensor(value):
+    """A numpy array as an eager Tensor (its dtype kept: int64 class targets stay int64)."""
+    return Tensor(value) if isinstance(value, np.ndarray) else value
+
+
 def _as_tensor(value, like) -> Tensor:
     """A weight given as a Tensor, numpy array or list, in ``like``'s dtype."""
     t = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
@@ -222,6 +227,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    input, target = as_loss_tensor(input), as_loss_tensor(target)
     class_dim = _class_dim(input, "nll_loss")
     if target.dtype is not DType.int64:
         raise ShapeError(f"nll_loss needs int64 class targets, got {target.dtype.name}")
@@ -249,6 +255,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    input, target = as_loss_tensor(input), as_loss_tensor(target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise GraphcError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     class_dim = _class_dim(input, "cross_entropy")
