@@ -679,23 +679,6 @@ def _custom_call_sample(cls, inputs, ref, desc, **kw) -> Sample:
     return S([*inputs, *constants], ref, desc, attrs, dynamic=False, **kw)
 
 
-class _Log1pExp:
-    """log(1 + e^x) without overflow; gradient sigmoid(x). Its one constant (the 0 of x > 0)
-    has a zero derivative away from x = 0, so finite differences over every input agree."""
-
-    @staticmethod
-    def forward(ctx, x):
-        import graphc as gc
-
-        ctx.save_for_backward(x)
-        return gc.where(x > 0, x + gc.log1p(gc.exp(-x)), gc.log1p(gc.exp(x)))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * x.sigmoid()
-
-
 class _MulSaved:
     """Two inputs, two outputs, an intermediate saved for the backward (a residual output)."""
 
@@ -713,6 +696,8 @@ class _MulSaved:
 
 def _custom_table() -> list[OpInfo]:
     """Custom ops' calls (gc.custom_op). Last, so its draws shift no other entry."""
+    from custom_op_examples import Log1pExp
+
     def mul_saved(ins, attrs):
         a, b = ins[0].astype(F64), ins[1].astype(F64)
         return [r.astype(ins[0].dtype) for r in (a * b, a - b, np.tanh(a * b))]
@@ -724,8 +709,8 @@ def _custom_table() -> list[OpInfo]:
     why = "a user's op: PyTorch parity against autograd.Function equivalents is tests/test_custom_op.py's"
     f32 = "traced for float32 inputs; the gradient check runs in float64 (the float64 samples)"
     return [OpInfo("custom_call", no_torch=why, samples=[
-        _custom_call_sample(_Log1pExp, [randn(3, 4, scale=3.0)], log1pexp, "log1pexp", grad=False, no_torch=f32),
-        _custom_call_sample(_Log1pExp, [randn(2, 5, dtype=F64, scale=3.0)], log1pexp, "log1pexp f64"),
+        _custom_call_sample(Log1pExp, [randn(3, 4, scale=3.0)], log1pexp, "log1pexp", grad=False, no_torch=f32),
+        _custom_call_sample(Log1pExp, [randn(2, 5, dtype=F64, scale=3.0)], log1pexp, "log1pexp f64"),
         _custom_call_sample(_MulSaved, [strided(randn(2, 3)), randn(2, 3)], mul_saved, "residual, noncontig",
                             grad=False),
         _custom_call_sample(_MulSaved, [randn(2, 3, dtype=F64), randn(2, 3, dtype=F64)], mul_saved,

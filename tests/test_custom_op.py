@@ -16,24 +16,10 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from custom_op_examples import log1pexp
 from graphc import nn, optim
 
 RTOL = 1e-6  # module docstring
-
-
-@gc.custom_op
-class log1pexp:
-    """log(1 + e^x): the large-|x| branches never overflow; gradient sigmoid(x)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return gc.where(x > 0, x + gc.log1p(gc.exp(-x)), gc.log1p(gc.exp(x)))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * gc.sigmoid(x)
 
 
 class SignSTE(gc.autograd.Function):

@@ -43,25 +43,13 @@ import graphc as gc
 from graphc import nn
 from graphc.executor import plan_format
 from graphc.executor.plan_limits import MAX_CALL_DEPTH, MAX_FUNCTIONS, MAX_NODES
+from custom_op_examples import log1pexp
 from plan_edit import rewrite_body
 
 FWD, BWD = 0, 1          # the saved plan's bodies: log1pexp.forward, log1pexp.backward
 MESSAGE_CHARS = 700      # "invalid plan file: " and a few quoted values, plus the file's path
 LOAD_SECONDS = 1.0       # every hostile file is refused faster than this
 BIG = "A" * 100_000
-
-
-@gc.custom_op
-class log1pexp:
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return gc.where(x > 0, x + gc.log1p(gc.exp(-x)), gc.log1p(gc.exp(x)))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * gc.sigmoid(x)
 
 
 class Net(nn.Module):
