@@ -116,11 +116,25 @@ def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:
-    return zeros(*t.shape, dtype=dtype if dtype is not None else t.dtype, device=device)
+    """Zeros of ``t``'s shape; while tracing, a ``full`` node keeping a symbolic batch dim.
+
+    >>> import graphc as gc
+    >>> gc.zeros_like(gc.ones(2, 3)).shape
+    (2, 3)
+    """
+    return _filled_like(t, 0.0, dtype, device)
 
 
 def ones_like(t: Tensor, dtype=None, device=None) -> Tensor:
-    return ones(*t.shape, dtype=dtype if dtype is not None else t.dtype, device=device)
+    return _filled_like(t, 1.0, dtype, device)
+
+
+def _filled_like(t: Tensor, value: float, dtype, device) -> Tensor:
+    dtype = dtype if dtype is not None else t.dtype
+    if t._tracer is not None:  # not a constant of the example's shape: the plan runs at any batch size
+        return t._tracer.record("full", [], {"shape": list(t._value.type.shape), "value": value,
+                                             "dtype": DType.from_any(dtype).name})
+    return full(t.shape, value, dtype=dtype, device=device)
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:

@@ -25,6 +25,8 @@ bodies use (``x + 1.0``, a captured array) become inputs of the node, so bodies 
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .dispatch import apply
@@ -69,7 +71,8 @@ class CustomOp:
     def __repr__(self) -> str:
         return f"<custom op {self.name}>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = self._positional(args, kwargs) if kwargs else args
         tensors = [a if isinstance(a, Tensor) else Tensor(a) for a in args if _is_tensor(a)]
         tracer = next((t._tracer for t in tensors if t._tracer is not None), None)
         types = tuple(t._value.type if t._tracer is not None
@@ -77,17 +80,34 @@ class CustomOp:
         plain = tuple((i, a) for i, a in enumerate(args) if not _is_tensor(a))
         batch = tracer.batch_size if tracer is not None else None
         try:
-            key = (types, plain, batch)
-            hash(key)
+            hash(plain)
         except TypeError:
             raise GraphcError(f"custom op {self.name}: non-tensor arguments must be plain values "
                               "(numbers, strings, tuples)") from None
+        # by type and repr, not ==: True and 1, or -0.0 and 0.0, are traced apart
+        key = (types, tuple((i, type(a).__qualname__, repr(a)) for i, a in plain), batch)
         if key not in self._traced:
             self._traced[key] = trace_bodies(self, types, plain, len(args), tracer)
         attrs, constants, single = self._traced[key]
         out = apply("custom_call", [*tensors, *(Tensor(c) for c in constants)], attrs)
         out = out if isinstance(out, tuple) else (out,)
         return out[0] if single else out[:attrs["outputs"]]
+
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments (``apply(x, alpha=3.0)``) put in their places, defaults filled in
+        before them, as ``forward``'s signature says."""
+        params = list(inspect.signature(self.cls.forward).parameters.values())
+        if getattr(self.cls, "setup_context", None) is None:
+            params = params[1:]  # ctx
+        try:
+            bound = inspect.Signature(params).bind(*args, **kwargs)
+        except TypeError as e:
+            raise GraphcError(f"custom op {self.name}: {e}") from None
+        if bound.kwargs:
+            raise GraphcError(f"custom op {self.name}: keyword-only arguments {sorted(bound.kwargs)} are not supported")
+        bound.apply_defaults()
+        return tuple(bound.args)
 
 
 def _is_tensor(a) -> bool:
@@ -119,12 +139,12 @@ class Function:
     """
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
         op = cls.__dict__.get("_gc_custom_op")
         if op is None:
             op = CustomOp(cls)
             cls._gc_custom_op = op  # per class, like PyTorch's own per-class state
-        return op(*args)
+        return op(*args, **kwargs)
 
 
 # ---- tracing the two bodies -------------------------------------------------------------------
@@ -137,22 +157,29 @@ def trace_bodies(op: CustomOp, types: tuple, plain: tuple, count: int, outer) ->
     forward.batch_size = batch
     inputs = [_placeholder(forward, f"x{i}", t) for i, t in enumerate(types)]
     ctx = FunctionCtx(tuple(_is_float_arg(inputs, plain, i) for i in range(count)))
-    result = _call_user(op, "forward", forward, ctx, *_merge(inputs, plain, count))
+    args = _merge(inputs, plain, count)
+    result = _call_user(op, "forward", ctx, *args)
     single = not isinstance(result, (tuple, list))
     outs = [_traced_value(forward, t, op, "forward returned") for t in ((result,) if single else result)]
     saved = _saved_tensors(ctx, forward, op)
     known = {id(v) for v in [*(t._value for t in inputs), *outs]}
-    residuals = list({id(v): v for v in saved if id(v) not in known}.values())
+    residuals = list({id(v): v for v in saved if v is not None and id(v) not in known}.values())
     forward.graph.outputs = outs + residuals
-    backward, grads = _trace_backward(op, forward, inputs, outs, residuals, saved, ctx, plain, count, batch)
     _check_body(op, forward)
-    _check_body(op, backward)
-    if outer is not None and ("fixed_batch" in forward.graph.meta or "fixed_batch" in backward.graph.meta):
+    try:
+        backward, grads = _trace_backward(op, forward, inputs, outs, residuals, saved, ctx, plain, count, batch)
+    except NotImplementedError:  # a forward-only Function: usable until something differentiates it
+        backward, grads = None, None
+    if backward is not None:
+        _check_body(op, backward)
+    if outer is not None and any("fixed_batch" in t.graph.meta for t in (forward, backward) if t is not None):
         outer.fix_batch()
-    fwd_consts, bwd_consts = _hoist_constants(forward.graph), _hoist_constants(backward.graph)
-    _align_inputs(forward.graph, backward.graph, len(inputs), fwd_consts, bwd_consts)
+    body = backward.graph if backward is not None and grads else None  # all None: no gradient to run
+    fwd_consts, bwd_consts = _hoist_constants(forward.graph), _hoist_constants(body) if body is not None else []
+    _align_inputs(forward.graph, body, len(inputs), fwd_consts, bwd_consts)
     attrs = get_op("custom_call").normalize_attrs({
-        "name": op.name, "forward": forward.graph, "backward": backward.graph, "outputs": len(outs), "grads": grads})
+        "name": op.name, "forward": forward.graph, "backward": body, "outputs": len(outs), "grads": grads or (),
+        "differentiable": grads is not None})
     constants = [a for _, a in fwd_consts] + [a for _, a in bwd_consts]
     return attrs, constants, single
 
@@ -170,12 +197,17 @@ def _trace_backward(op, forward, inputs, outs, residuals, saved, ctx, plain, cou
             placeholder = _placeholder(backward, f"{prefix}{i}", v.type)  # one per position, used or not
             stand_in.setdefault(id(v), placeholder)
     cotangents = [_placeholder(backward, f"grad{i}", v.type) for i, v in enumerate(outs)]
-    ctx.saved_tensors = tuple(stand_in[id(v)] for v in saved[:len(ctx.saved_tensors)])
+    ctx.saved_tensors = tuple(None if v is None else stand_in[id(v)] for v in saved[:len(ctx.saved_tensors)])
     for key, value in list(vars(ctx).items()):
         if isinstance(value, Tensor) and value._tracer is forward:
             setattr(ctx, key, stand_in[id(value._value)])
-    result = _call_user(op, "backward", backward, ctx, *cotangents)
+    result = _call_user(op, "backward", ctx, *cotangents)
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(result) > count and all(r is None for r in result[count:]):  # PyTorch drops trailing Nones
+        result = result[:count]
+    missing = range(len(result), count)
+    if missing and all(i in dict(plain) for i in missing):  # defaults filled in for keyword calls: no gradient
+        result = result + (None,) * len(missing)
     if len(result) != count:
         raise GraphcError(f"custom op {op.name}: backward returned {len(result)} gradients for the {count} "
                           "arguments of forward (one per argument, None where there is none)")
@@ -218,11 +250,33 @@ def _is_float_arg(inputs, plain, i) -> bool:
     return inputs[index]._value.type.dtype.is_float
 
 
-def _call_user(op, method: str, tracer, ctx, *args):
+def _call_user(op, method: str, ctx, *args):
+    """``forward(ctx, *args)`` (or PyTorch 2's ``forward(*args)`` then ``setup_context(ctx,
+    inputs, output)``) or ``backward(ctx, *grads)``, refusing random draws: a body that drew
+    numbers eagerly (``gc.randn``) would hold them as constants, the same every call."""
+    from .random import generator
+
+    before = generator().bit_generator.state
     try:
-        return getattr(op.cls, method)(ctx, *args)
+        setup = getattr(op.cls, "setup_context", None)
+        if method == "forward" and setup is not None:
+            output = op.cls.forward(*args)
+            setup(ctx, tuple(args), output)
+        else:
+            output = getattr(op.cls, method)(ctx, *args)
     except GraphcError as e:
-        raise e.located(f"in custom op {op.name}.{method}") if not e.where else e from None
+        raise type(e)(f"custom op {op.name}.{method}: {e.message}{_hint(e)}", e.where) from None
+    if generator().bit_generator.state != before:
+        raise GraphcError(f"custom op {op.name}.{method} draws random numbers (gc.randn, gc.rand, ...); a custom op's "
+                          "body is traced once, so they would be the same every call: pass them as an argument")
+    return output
+
+
+def _hint(e) -> str:
+    if "another trace" not in e.message:
+        return ""
+    return ("; a body reads its arguments, ctx.saved_tensors and tensors set as ctx attributes; pass any other "
+            "tensor (a model's buffer, say) as an argument")
 
 
 def _traced_value(tracer, t, op, what: str) -> Value:
@@ -236,6 +290,9 @@ def _saved_tensors(ctx, forward, op) -> list:
     extra = [v for v in vars(ctx).values() if isinstance(v, Tensor) and v._tracer is forward]
     saved = []
     for t in [*ctx.saved_tensors, *extra]:
+        if t is None:  # save_for_backward(x, None) gives None back, as in PyTorch
+            saved.append(None)
+            continue
         if not isinstance(t, Tensor):
             raise GraphcError(f"custom op {op.name}: save_for_backward takes tensors, got a {type(t).__name__}")
         saved.append(forward.lift(t, []))
@@ -270,6 +327,9 @@ def _align_inputs(forward, backward, n_args: int, fwd_consts: list, bwd_consts: 
     def unused(graph, prefix, entries):
         return [Value(graph.unique_name(f"{prefix}{i}"), v.type) for i, (v, _) in enumerate(entries)]
 
+    if backward is None:
+        forward.inputs = [*forward.inputs, *(v for v, _ in fwd_consts)]
+        return
     args, rest = backward.inputs[:n_args], backward.inputs[n_args:]
     forward.inputs = [*forward.inputs, *(v for v, _ in fwd_consts), *unused(forward, "unused", bwd_consts)]
     backward.inputs = [*args, *unused(backward, "unused", fwd_consts), *(v for v, _ in bwd_consts), *rest]

@@ -133,6 +133,9 @@ class Tracer:
             return value
         if isinstance(x, (bool, int, float, np.number)):
             return self.builder.constant(x, weak_dtype(x, dtypes))
+        if isinstance(x, np.ndarray):  # a captured array: a constant, typed as eager dispatch types it
+            dtype = weak_dtype(x, dtypes)
+            return self.builder.constant(np.asarray(x, dtype.numpy), dtype)
         raise TraceError(f"cannot use a {type(x).__name__} as a tensor in a traced op", self.user_location())
 
     def record(self, op: str, args: list, attrs: dict):

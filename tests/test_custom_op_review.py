@@ -3,8 +3,8 @@
 
 Passing tests pin what works the way a PyTorch/JAX user expects (eager and compiled numbers
 against PyTorch's ``autograd.Function``, kept and inlined calls, plans resumed in a fresh
-process, ONNX export, viewers, the verification record). Each ``xfail(strict=True)`` is a bug
-found in the review, with a minimal repro and the symptom in its reason.
+process, ONNX export, viewers, the verification record). The bugs the review found were strict
+xfails with a minimal repro each; they are fixed, and the tests now pin the fixes.
 """
 from __future__ import annotations
 
@@ -628,9 +628,6 @@ def test_verify_numeric_on_export_and_a_float64_traced_step(tmp_path):
 
 
 # ---- bugs ------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="bug: a backward returning None for every input (allowed by the docs) "
-                   "crashes eager loss.backward() and passes='none' with \"kernel 'custom_call' failed: tuple "
-                   "index out of range\" (the gradient custom_call has zero outputs)")
 def test_backward_returning_none_for_every_input_is_a_zero_gradient():
     stop = _op("stop", lambda ctx, x: x * 2, lambda ctx, g: None)
     x = gc.tensor(np.ones(3, np.float32), requires_grad=True)
@@ -640,8 +637,6 @@ def test_backward_returning_none_for_every_input_is_a_zero_gradient():
     assert x.grad is None or not x.grad.numpy().any()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a backward returning None for every input fails at run time with "
-                   "passes='none' (kernel 'custom_call' failed: tuple index out of range); default passes work")
 def test_backward_returning_none_compiled_with_kept_calls():
     stop = _op("stop2", lambda ctx, x: x * 2, lambda ctx, g: None)
 
@@ -664,8 +659,6 @@ def test_backward_returning_none_compiled_with_kept_calls():
     assert losses[0] == losses[1]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: gc.randn inside a custom op body is neither refused (docs: random ops "
-                   "are a clear error) nor random: it is frozen into a constant and every call returns the same noise")
 def test_random_tensors_in_a_body_are_refused_or_fresh():
     noisy = _op("noisy", lambda ctx, x: x + gc.randn(2, 2), lambda ctx, g: g)
     x = gc.zeros(2, 2)
@@ -676,8 +669,6 @@ def test_random_tensors_in_a_body_are_refused_or_fresh():
     assert not np.array_equal(a, b)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the trace cache keys plain arguments by ==, so op(x, True) reuses "
-                   "op(x, 1)'s trace and op(x, -0.0) reuses op(x, 0.0)'s: silently wrong results")
 def test_plain_arguments_that_compare_equal_but_differ_trace_separately():
     def forward(ctx, x, s):
         if isinstance(s, bool):
@@ -692,9 +683,6 @@ def test_plain_arguments_that_compare_equal_but_differ_trace_separately():
     np.testing.assert_array_equal(op(x, -0.0).numpy(), [-np.inf, -np.inf])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: gc.zeros_like(g) in a backward (PyTorch's idiom for a zero gradient) "
-                   "has the example batch size when compiled: \"backward's gradient 1 is f32[8,4], its input is "
-                   "f32[N,4]\" (creation.zeros_like builds a constant from the concrete shape)")
 def test_zeros_like_gradient_in_a_compiled_backward():
     add = _op("addz", lambda ctx, x, y: x * 2 + y, lambda ctx, g: (g * 2, gc.zeros_like(g)))
 
@@ -711,8 +699,6 @@ def test_zeros_like_gradient_in_a_compiled_backward():
     assert np.isfinite(float(step(X8[:3], X8[:3])))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Function.apply and custom ops refuse keyword "
-                   "arguments (TypeError: unexpected keyword argument), which torch 2.13's apply accepts")
 def test_apply_with_a_keyword_argument():
     class Scale(gc.autograd.Function):
         @staticmethod
@@ -729,9 +715,6 @@ def test_apply_with_a_keyword_argument():
     np.testing.assert_array_equal(x.grad.numpy(), [3, 3])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: with a defaulted forward argument left out, backward's trailing None "
-                   "for it is refused ('backward returned 2 gradients for the 1 arguments'); PyTorch drops trailing "
-                   "Nones")
 def test_backward_may_return_a_trailing_none_for_a_defaulted_argument():
     class Scale(gc.autograd.Function):
         @staticmethod
@@ -748,8 +731,6 @@ def test_backward_may_return_a_trailing_none_for_a_defaulted_argument():
     np.testing.assert_array_equal(x.grad.numpy(), [2, 2])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: PyTorch 2's setup_context style (forward without ctx) fails with "
-                   "'forward() takes 2 positional arguments but 3 were given' instead of working or a clear error")
 def test_setup_context_style_function():
     class Scale(gc.autograd.Function):
         @staticmethod
@@ -769,8 +750,6 @@ def test_setup_context_style_function():
     np.testing.assert_array_equal(x.grad.numpy(), [3, 3])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a forward-only Function (backward raises NotImplementedError, as in "
-                   "PyTorch inference code) cannot run even under gc.no_grad(): the first call always traces backward")
 def test_a_forward_only_function_runs_under_no_grad():
     class Fwd(gc.autograd.Function):
         @staticmethod
@@ -785,8 +764,6 @@ def test_a_forward_only_function_runs_under_no_grad():
         np.testing.assert_array_equal(Fwd.apply(gc.ones(2)).numpy(), [2, 2])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: save_for_backward(None) (PyTorch allows it) is refused: "
-                   "'save_for_backward takes tensors, got a NoneType'")
 def test_save_for_backward_accepts_none():
     def forward(ctx, x, bias):
         ctx.save_for_backward(x, None)
@@ -798,8 +775,6 @@ def test_save_for_backward_accepts_none():
     np.testing.assert_array_equal(x.grad.numpy(), [2, 2])
 
 
-@pytest.mark.xfail(strict=True, reason="confusing error: a ctx attribute holding a tuple of tensors fails with "
-                   "'a tensor from another trace was used here', naming neither the custom op nor ctx")
 def test_a_tuple_of_tensors_on_ctx_is_saved_or_clearly_refused():
     def forward(ctx, x):
         ctx.pair = (x * 2, x * 3)
@@ -819,9 +794,6 @@ def test_a_tuple_of_tensors_on_ctx_is_saved_or_clearly_refused():
     np.testing.assert_array_equal(x.grad.numpy(), [5, 5])
 
 
-@pytest.mark.xfail(strict=True, reason="confusing error: a body reading a model buffer works eagerly but under "
-                   "gc.compile fails with 'a tensor from another trace was used here', naming neither the custom "
-                   "op nor the buffer")
 def test_a_model_buffer_read_in_a_body_is_a_clear_error_when_compiled():
     class M(nn.Module):
         def __init__(self):
@@ -838,9 +810,6 @@ def test_a_model_buffer_read_in_a_body_is_a_clear_error_when_compiled():
         gc.compile(model, (X8, X8), loss_fn=nn.MSELoss(), optimizer=optim.SGD(model.parameters(), lr=0.1))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a numpy array captured by a body (x * W) fails even in an eager call with "
-                   "'cannot use a ndarray as a tensor in a traced op', though gc.ones(3) * W works eagerly and the "
-                   "docs say captured arrays become inputs of the node (Tracer.lift refuses ndarrays)")
 def test_a_captured_numpy_array_in_a_body():
     weights = np.array([1.0, 2.0, 3.0], np.float32)
     mulw = _op("mulw", lambda ctx, x: x * weights, lambda ctx, g: g * weights)

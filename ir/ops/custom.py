@@ -4,7 +4,8 @@ The node holds its forward and backward as data, as ONNX holds a subgraph in a G
 ``forward`` maps the node's inputs to its outputs (the user's outputs first, then the
 intermediates the backward saved); ``backward`` takes the node's inputs, all its outputs
 and one cotangent per user output, and returns the gradients of the inputs listed in
-``grads``. Both were traced once from the user's Python and hold registry ops only (possibly
+``grads`` (None: no input has one). ``differentiable`` is False for a backward's own call and for
+an op whose backward is not defined: its vjp is an error. Both were traced once from the user's Python and hold registry ops only (possibly
 other custom_calls), no state and no constants (constants became inputs of the node), so a
 plan that uses a custom op loads and runs without the user's code. Its vjp is a custom_call
 of the backward body: autodiff uses the user's gradient, never the forward body's ops.
@@ -28,6 +29,8 @@ def _infer(in_types, attrs):
     backward = attrs["backward"]
     if backward is not None:
         _check_backward(attrs, body, backward)
+    elif attrs["grads"]:
+        raise ShapeError(f"custom op {attrs['name']!r}: grads={list(attrs['grads'])} but no backward body")
     return [v.type for v in body.outputs]
 
 
@@ -48,16 +51,18 @@ def _vjp(b, node, cts, needs):
     """The user's backward as a second custom_call: (inputs, outputs, cotangents) -> grads."""
     attrs = node.attrs
     backward = attrs["backward"]
-    if backward is None:  # a backward's own call: no second derivative (rather than a silent zero)
-        raise GraphcError(f"custom op {attrs['name']!r} has no gradient: second derivatives through a custom "
-                          "op's backward are not supported")
+    if not attrs["differentiable"]:  # an error rather than a silent zero
+        raise GraphcError(f"custom op {attrs['name']!r} has no gradient: its backward is not defined, or it is the "
+                          "backward of another custom op (no second derivatives through a custom op)")
+    if backward is None or not attrs["grads"]:  # the user's backward returned None for every input
+        return [None] * len(node.inputs)
     user = node.outputs[:attrs["outputs"]]
     cotangents = [ct if ct is not None else b.emit1("full", [], {"shape": list(v.type.shape), "value": 0.0,
                                                                   "dtype": v.type.dtype.name})
                   for v, ct in zip(user, cts)]
     grads = b.emit("custom_call", [*node.inputs, *node.outputs, *cotangents],
                    {"name": f"{attrs['name']}.backward", "forward": backward, "backward": None,
-                    "outputs": len(backward.outputs), "grads": ()})
+                    "outputs": len(backward.outputs), "grads": (), "differentiable": False})
     out = [None] * len(node.inputs)
     for index, grad in zip(attrs["grads"], grads):
         out[index] = grad
@@ -67,7 +72,8 @@ def _vjp(b, node, cts, needs):
 register(OpDef(
     "custom_call", _infer,
     attrs={"name": Attr("str"), "forward": Attr("graph"), "backward": Attr("graph", None, optional=True),
-           "outputs": Attr("int", minimum=0), "grads": Attr("ints", (), minimum=0)},
+           "outputs": Attr("int", minimum=0), "grads": Attr("ints", (), minimum=0),
+           "differentiable": Attr("bool", True)},
     inputs=(0, None), vjp=_vjp,
     differentiable_outputs=lambda attrs: tuple(range(attrs["outputs"])),  # not the saved intermediates
     doc="a custom op: its forward and backward bodies are graphs stored in the node"))
