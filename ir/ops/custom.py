@@ -4,11 +4,12 @@ The node holds its forward and backward as data, as ONNX holds a subgraph in a G
 ``forward`` maps the node's inputs to its outputs (the user's outputs first, then the
 intermediates the backward saved); ``backward`` takes the node's inputs, all its outputs
 and one cotangent per user output, and returns the gradients of the inputs listed in
-``grads`` (None: no input has one). ``differentiable`` is False for a backward's own call and for
-an op whose backward is not defined: its vjp is an error. Both were traced once from the user's Python and hold registry ops only (possibly
-other custom_calls), no state and no constants (constants became inputs of the node), so a
-plan that uses a custom op loads and runs without the user's code. Its vjp is a custom_call
-of the backward body: autodiff uses the user's gradient, never the forward body's ops.
+``grads`` (None: no input has one). Both were traced once from the user's Python and hold
+registry ops only (possibly other custom_calls), no state and no constants (constants became
+inputs of the node), so a plan that uses a custom op loads and runs without the user's code.
+Its vjp is a custom_call of the backward body: autodiff uses the user's gradient, never the
+forward body's ops. ``differentiable`` is False for a backward's own call and for an op whose
+backward is not defined: their vjp is an error, never a silent zero.
 """
 from __future__ import annotations
 
