@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from custom_op_examples import log1pexp
 from graphc import nn, optim
 from graphc.cli import main as cli_main
 
@@ -26,19 +27,6 @@ Y8 = RNG.integers(0, 3, 8)
 
 def _op(name, forward, backward):
     return gc.custom_op(type(name, (), {"forward": staticmethod(forward), "backward": staticmethod(backward)}))
-
-
-@gc.custom_op
-class log1pexp:
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return gc.where(x > 0, x + gc.log1p(gc.exp(-x)), gc.log1p(gc.exp(x)))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * gc.sigmoid(x)
 
 
 @gc.custom_op
@@ -699,36 +687,23 @@ def test_zeros_like_gradient_in_a_compiled_backward():
     assert np.isfinite(float(step(X8[:3], X8[:3])))
 
 
-def test_apply_with_a_keyword_argument():
-    class Scale(gc.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, alpha=1.0):
-            ctx.alpha = alpha
-            return x * alpha
+class Scale(gc.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha=2.0):
+        ctx.alpha = alpha
+        return x * alpha
 
-        @staticmethod
-        def backward(ctx, g):
-            return g * ctx.alpha, None
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.alpha, None
 
+
+@pytest.mark.parametrize("kwargs, want", [({"alpha": 3.0}, 3.0),  # a keyword argument
+                                          ({}, 2.0)])  # the default left out: backward's None for it is fine
+def test_apply_with_keyword_and_defaulted_arguments(kwargs, want):
     x = gc.tensor(np.ones(2, np.float32), requires_grad=True)
-    Scale.apply(x, alpha=3.0).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [3, 3])
-
-
-def test_backward_may_return_a_trailing_none_for_a_defaulted_argument():
-    class Scale(gc.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, alpha=2.0):
-            ctx.alpha = alpha
-            return x * alpha
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * ctx.alpha, None
-
-    x = gc.tensor(np.ones(2, np.float32), requires_grad=True)
-    Scale.apply(x).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [2, 2])
+    Scale.apply(x, **kwargs).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [want, want])
 
 
 def test_setup_context_style_function():
