@@ -87,9 +87,31 @@ def _wide(ttype: TensorType) -> TensorType:
     return ttype.with_dtype(DType.float64) if ttype.dtype is DType.float32 else ttype
 
 
-def _wide_attrs(node: Node) -> dict:
-    schema = get_op(node.op).attrs
-    return {k: ("float64" if v == "float32" and schema[k].kind == "dtype" else v) for k, v in node.attrs.items()}
+def _wide_attrs(node: Node, bodies: dict) -> dict:
+    """dtype attrs widened; a custom op's bodies (graph attrs) widened the same way."""
+    schema, out = get_op(node.op).attrs, {}
+    for key, value in node.attrs.items():
+        kind = schema[key].kind
+        out[key] = ("float64" if value == "float32" and kind == "dtype"
+                    else _wide_body(value, bodies) if kind == "graph" and value is not None else value)
+    return out
+
+
+def _wide_body(body: Graph, bodies: dict) -> Graph:
+    """A copy of a custom op's body with its float32 values and dtype attrs widened to float64
+    (nested bodies too, each once), so a graph with custom ops is checked in float64 as well."""
+    if id(body) not in bodies:
+        wide = Graph(body.name)
+        values = {id(v): Value(v.name, _wide(v.type)) for v in body.inputs}
+        wide.inputs = [values[id(v)] for v in body.inputs]
+        for node in body.nodes:
+            outputs = [Value(v.name, _wide(v.type)) for v in node.outputs]
+            wide.nodes.append(Node(node.op, [values[id(v)] for v in node.inputs], outputs,
+                                   _wide_attrs(node, bodies), node.meta))
+            values.update(zip((id(v) for v in node.outputs), outputs))
+        wide.outputs = [values[id(v)] for v in body.outputs]
+        bodies[id(body)] = (body, wide)  # the original kept alive: its id stays unique
+    return bodies[id(body)][1]
 
 
 def wide_nodes(graph: Graph) -> list:
@@ -97,9 +119,9 @@ def wide_nodes(graph: Graph) -> list:
     for the evaluator; the graph is not changed). Raises ``_Fallback`` where an op's shape
     rule gives anything else for float64 inputs."""
     types = {id(v): _wide(v.type) for v in graph.leaf_values()}
-    nodes = []
+    nodes, bodies = [], {}
     for node in graph.nodes:
-        attrs = _wide_attrs(node)
+        attrs = _wide_attrs(node, bodies)
         want = [_wide(v.type) for v in node.outputs]
         try:
             got = infer_types(get_op(node.op), [types[id(v)] for v in node.inputs], attrs)
