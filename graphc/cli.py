@@ -72,7 +72,24 @@ def describe_plan(plan, path: str = "") -> str:
     histogram = collections.Counter(n.op for n in g.nodes)
     lines.append(f"nodes: {len(g.nodes)}")
     lines += [f"  {op:<26} {count}" for op, count in histogram.most_common()]
+    lines += describe_custom_ops(g)
     return "\n".join(line for line in lines if line is not None)
+
+
+def describe_custom_ops(graph) -> list:
+    """One line per custom op body a plan keeps (``passes="none"``: calls not inlined)."""
+    from .ir.printer import called_bodies
+
+    calls = collections.Counter(id(n.attrs["forward"]) for n in graph.nodes if n.op == "custom_call")
+    bodies = called_bodies(graph)
+    if not bodies:
+        return []
+    lines = [f"custom op bodies: {len(bodies)} (print the graph or graphc viz to see them)"]
+    for body in bodies:
+        ops = collections.Counter(n.op for n in body.nodes)
+        used = f", called {calls[id(body)]}x" if calls[id(body)] else ""
+        lines.append(f"  {_shorten(body.name, 60):<26} {len(body.nodes)} nodes ({', '.join(ops)}){used}")
+    return lines
 
 
 def _number(x) -> str:

@@ -37,6 +37,9 @@ from .ir.types import DType, TensorType
 from .tensor import Tensor
 
 
+MAX_TRACES = 64  # traced (forward, backward) pairs one custom op keeps
+
+
 class FunctionCtx:
     """The ``ctx`` of forward and backward: ``save_for_backward``, ``saved_tensors``,
     ``needs_input_grad``, and any attribute the forward sets (plain values, or tensors, which
@@ -66,7 +69,9 @@ class CustomOp:
             if not callable(getattr(cls, method, None)):
                 raise GraphcError(f"custom op {cls.__name__}: needs a static {method}(ctx, ...) method")
         self.cls, self.name = cls, name or cls.__name__
-        self._traced: dict = {}  # (input types, plain args, batch size) -> (attrs, constants, single output)
+        # (input types, plain args, batch size) -> (attrs, constants, single output); the oldest
+        # of more than MAX_TRACES goes (a plain float that changes every call traces every call)
+        self._traced: dict = {}
 
     def __repr__(self) -> str:
         return f"<custom op {self.name}>"
@@ -87,6 +92,8 @@ class CustomOp:
         # by type and repr, not ==: True and 1, or -0.0 and 0.0, are traced apart
         key = (types, tuple((i, type(a).__qualname__, repr(a)) for i, a in plain), batch)
         if key not in self._traced:
+            if len(self._traced) >= MAX_TRACES:
+                del self._traced[next(iter(self._traced))]
             self._traced[key] = trace_bodies(self, types, plain, len(args), tracer)
         attrs, constants, single = self._traced[key]
         out = apply("custom_call", [*tensors, *(Tensor(c) for c in constants)], attrs)

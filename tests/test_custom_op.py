@@ -175,6 +175,31 @@ def test_viewers_name_the_custom_op_and_show_its_body(tmp_path):
     assert "graph log1pexp.forward(" in html
 
 
+def test_inspect_lists_the_bodies_a_plan_keeps(tmp_path, capsys):
+    from graphc.cli import main
+
+    model = Head()
+    plan = gc.compile(model, (X, X[:, :4]), nn.MSELoss(), optim.SGD(model.parameters(), lr=0.1), passes="none")
+    plan.save(tmp_path / "p.graphc")
+    assert main(["inspect", str(tmp_path / "p.graphc")]) == 0
+    out = capsys.readouterr().out
+    assert "custom op bodies: 2" in out
+    assert "log1pexp.forward" in out and "called 1x" in out and "log1pexp.backward" in out
+
+
+def test_a_custom_op_keeps_a_bounded_number_of_traces():
+    from graphc.custom_ops import MAX_TRACES
+
+    @gc.custom_op
+    class Shift:
+        forward = staticmethod(lambda ctx, x, by: x + by)
+        backward = staticmethod(lambda ctx, g: (g, None))
+
+    for k in range(MAX_TRACES + 5):  # a plain value that changes every call: a trace each
+        assert float(Shift(gc.tensor([1.0]), float(k)).numpy()[0]) == 1.0 + k
+    assert len(Shift._traced) == MAX_TRACES
+
+
 def make_training(passes="default"):
     gc.manual_seed(0)
     model = nn.Sequential(nn.Linear(5, 8), nn.Linear(8, 3))
