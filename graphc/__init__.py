@@ -21,7 +21,7 @@ from .random import manual_seed  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .device import device  # noqa: E402
 from .creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
-                       ones, ones_like, rand, randn, stack, tensor, zeros, zeros_like)
+                       ones, ones_like, rand, rand_like, randn, randn_like, stack, tensor, zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import functions as _functions, surface as _surface  # noqa: E402
@@ -46,5 +46,5 @@ __all__ = sorted({
     "debug",
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
     "inference_mode", "int64", "is_grad_enabled", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
-    "optim", "rand", "randn", "save", "stack", "tensor", "trace", "uint8", "viz", "zeros", "zeros_like",
+    "optim", "rand", "rand_like", "randn", "randn_like", "save", "stack", "tensor", "trace", "uint8", "viz", "zeros", "zeros_like",
     *_surface.TOP_LEVEL})

@@ -12,7 +12,7 @@ from .dispatch import apply
 from .ir.errors import GraphcError
 from .ir.types import DType
 from .random import generator
-from .symint import shape_args
+from .symint import SymInt, shape_args
 from .tensor import Tensor
 
 _DEFAULT_FLOAT = np.float32
@@ -106,13 +106,49 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform [0, 1) samples from graphc's seeded generator."""
-    return _place(generator().random(shape_args(shape)).astype(_dtype(dtype)), device, requires_grad)
+    """Uniform [0, 1) samples from graphc's seeded generator; a size read from a traced tensor
+    (``x.size(0)``) makes a ``random`` node, drawing anew every time the plan runs."""
+    return _draw(shape_args(shape), "uniform", dtype, device, requires_grad)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples from graphc's seeded generator."""
-    return _place(generator().standard_normal(shape_args(shape)).astype(_dtype(dtype)), device, requires_grad)
+    """Standard normal samples from graphc's seeded generator (traced sizes: as ``rand``)."""
+    return _draw(shape_args(shape), "normal", dtype, device, requires_grad)
+
+
+def rand_like(t: Tensor, dtype=None, device=None) -> Tensor:
+    """``rand`` of ``t``'s shape and dtype; of a traced tensor, fresh draws every run.
+
+    >>> import graphc as gc
+    >>> gc.rand_like(gc.zeros(2, 3)).shape
+    (2, 3)
+    """
+    return _draw_like(t, "uniform", dtype, device)
+
+
+def randn_like(t: Tensor, dtype=None, device=None) -> Tensor:
+    """``randn`` of ``t``'s shape and dtype (the reparameterization trick's ``eps``)."""
+    return _draw_like(t, "normal", dtype, device)
+
+
+def _draw(shape: list, distribution: str, dtype, device, requires_grad) -> Tensor:
+    tracer = next((d.tracer for d in shape if isinstance(d, SymInt) and d.tracer is not None), None)
+    if tracer is not None:  # traced: a node of the plan, not numbers frozen at trace time
+        dims = [d.sym if isinstance(d, SymInt) else int(d) for d in shape]
+        return _traced_draw(tracer, dims, distribution, DType.from_any(dtype) if dtype else DType.float32)
+    draw = generator().standard_normal if distribution == "normal" else generator().random
+    return _place(draw(shape).astype(_dtype(dtype)), device, requires_grad)
+
+
+def _draw_like(t: Tensor, distribution: str, dtype, device) -> Tensor:
+    dtype = DType.from_any(dtype) if dtype is not None else t.dtype
+    if t._tracer is not None:
+        return _traced_draw(t._tracer, list(t._value.type.shape), distribution, dtype)
+    return _draw(list(t.shape), distribution, dtype, device, False)
+
+
+def _traced_draw(tracer, dims: list, distribution: str, dtype: DType) -> Tensor:
+    return tracer.record("random", [], {"shape": dims, "distribution": distribution, "dtype": dtype.name})
 
 
 def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:

@@ -718,6 +718,35 @@ def _custom_table() -> list[OpInfo]:
     ])]
 
 
+def _random_check(ins, attrs, outs):
+    """Draws of the right shape and dtype whose sample mean and spread fit the distribution
+    (4,096 or more draws: 6 standard errors of margin)."""
+    (y,) = outs
+    assert y.shape == tuple(attrs["shape"]) and y.dtype == np.dtype(attrs.get("dtype", "float32"))
+    n = y.size
+    if attrs.get("distribution", "normal") == "uniform":
+        assert 0.0 <= y.min() and y.max() < 1.0
+        mean, std = 0.5, math.sqrt(1 / 12)
+    else:
+        mean, std = 0.0, 1.0
+    assert abs(float(y.mean()) - mean) < 6 * std / math.sqrt(n), float(y.mean())
+    assert abs(float(y.std()) - std) < 0.05 * std, float(y.std())
+    assert len(np.unique(y)) > n // 2  # fresh numbers, not one value repeated
+
+
+def _random_table() -> list[OpInfo]:
+    """``random``: draws from the plan's generator; no inputs, so no table draws. Last."""
+    why = "random draws: PyTorch's generator gives other numbers; property checks instead (as dropout's)"
+    return [OpInfo("random", no_torch=why, samples=[
+        S([], None, "normal", {"shape": (64, 64), "distribution": "normal"}, check=_random_check, grad=False),
+        S([], None, "uniform", {"shape": (64, 64), "distribution": "uniform"}, check=_random_check, grad=False),
+        S([], None, "normal f64", {"shape": (4096,), "distribution": "normal", "dtype": "float64"},
+          check=_random_check, grad=False),
+        S([], None, "uniform 3-d", {"shape": (16, 16, 16), "distribution": "uniform"}, check=_random_check,
+          grad=False),
+    ])]
+
+
 def build_table() -> dict[str, OpInfo]:
     """Every family's entries, in this order (the order the seeded inputs are drawn in)."""
     from op_table_grad import backward_table, fused_table  # these need the helpers above: import here
@@ -727,7 +756,7 @@ def build_table() -> dict[str, OpInfo]:
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
                   nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table,
-                  _custom_table):
+                  _custom_table, _random_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
             table[info.op] = info

@@ -59,6 +59,17 @@ def _full(xp, spec):
     return lambda: xp.full(t.shape, value, dtype=t.dtype.numpy)
 
 
+def _random(xp, spec):
+    t, rng = spec.out_types[0], spec.rng
+    dtype = t.dtype.numpy
+    draw = rng.standard_normal if spec.attrs["distribution"] == "normal" else rng.random
+
+    def run():  # the plan's one generator drives GPU plans too: the same draws on every device
+        values = draw(t.shape, dtype=dtype)
+        return values if xp.__name__ == "numpy" else xp.asarray(values)
+    return run
+
+
 def _check_indices(indices, rows: int) -> None:
     """numpy would wrap negative indices around; PyTorch refuses them, and so does graphc."""
     if not indices.size:
@@ -108,6 +119,6 @@ def _stop_gradient(xp, spec):
     return view_of(0, lambda x: x[...])  # a view: detaching copies nothing
 
 
-KERNELS = {"reshape": _reshape, "stop_gradient": _stop_gradient, "flatten": _reshape, "permute": _permute, "broadcast_to": _broadcast_to,
-           "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full,
+KERNELS = {"reshape": _reshape, "stop_gradient": _stop_gradient, "flatten": _reshape, "permute": _permute,
+           "broadcast_to": _broadcast_to, "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full, "random": _random,
            "embedding": _embedding, "embedding_grad": _embedding_grad}

@@ -102,6 +102,18 @@ def _full(in_types, attrs):
     return [TensorType(tuple(attrs["shape"]), attrs["dtype"])]
 
 
+def _random(in_types, attrs):
+    if attrs["distribution"] not in DISTRIBUTIONS:
+        raise ShapeError(f"random: distribution must be one of {DISTRIBUTIONS}, got {attrs['distribution']!r}")
+    out = _full(in_types, attrs)
+    if not out[0].dtype.is_float:
+        raise ShapeError(f"random: draws are floating point, got dtype {attrs['dtype']}")
+    return out
+
+
+DISTRIBUTIONS = ("uniform", "normal")
+
+
 def _broadcast_to(in_types, attrs):
     x, shape = in_types[0], tuple(attrs["shape"])
     if broadcast(x.shape, shape) != shape:
@@ -208,6 +220,11 @@ register(OpDef("slice_grad", _slice_grad, attrs={**_SLICE_ATTRS, "shape": Attr("
                doc="scatter a slice's cotangent into zeros of the input shape"))
 register(OpDef("full", _full, attrs={"shape": Attr("dims"), "value": Attr("float", finite=False), "dtype": Attr("dtype", "float32")},
                inputs=(0, 0), doc="a tensor filled with one value (shape may use N)"))
+register(OpDef("random", _random, attrs={"shape": Attr("dims"), "distribution": Attr("str", "normal"),
+                                         "dtype": Attr("dtype", "float32")},
+               inputs=(0, 0), effects="random",
+               doc="draws from the plan's generator, uniform on [0, 1) or standard normal, every run anew "
+                   "(gc.rand/randn with a traced size, gc.rand_like/randn_like of a traced tensor)"))
 register(OpDef("broadcast_to", _broadcast_to, attrs={"shape": Attr("dims")}, vjp=_vjp_identity))
 register(OpDef("stop_gradient", _same, vjp=_vjp_stop,
                doc="the input unchanged (a view), with no gradient: Tensor.detach() and no_grad() values while traced"))
