@@ -10,7 +10,7 @@ traced step, which ``autodiff`` fills.
 
 Precision. Float inputs, parameters, buffers and constants are widened to float64, and so is
 every float32 value type (a ``cast`` or ``full`` to float32 becomes float64), when the op
-registry's shape rules accept it; integer labels and indices stay integers. Where some op
+registry's shape rules accept it (passes/widen.py); integer labels and indices stay integers. Where some op
 cannot run in float64 the pass is checked in float32, and the record says why.
 
 Tolerance. A value passes when ``max|after - before| <= rtol * scale``, ``scale`` being the
@@ -43,10 +43,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..ir.errors import GraphcError, VerifyError, clip
-from ..ir.graph import Graph, Node, Value
-from ..ir.registry import get_op, infer_types
+from ..ir.errors import GraphcError, VerifyError
+from ..ir.graph import Graph
+from ..ir.registry import get_op
 from ..ir.types import DType, TensorType, dim_poly
+from .widen import Fallback, wide_nodes
 
 RTOL = 1e-9
 ROUNDED_RTOL = 1e-5
@@ -76,63 +77,6 @@ class Example(NamedTuple):
     state: dict
     rates: tuple = ()
     seed: int = 0
-
-
-class _Fallback(Exception):
-    """The graph cannot run in float64: the message says which op and why."""
-
-
-# ---- widening to float64 ----------------------------------------------------------------
-def _wide(ttype: TensorType) -> TensorType:
-    return ttype.with_dtype(DType.float64) if ttype.dtype is DType.float32 else ttype
-
-
-def _wide_attrs(node: Node, bodies: dict) -> dict:
-    """dtype attrs widened; a custom op's bodies (graph attrs) widened the same way."""
-    schema, out = get_op(node.op).attrs, {}
-    for key, value in node.attrs.items():
-        kind = schema[key].kind
-        out[key] = ("float64" if value == "float32" and kind == "dtype"
-                    else _wide_body(value, bodies) if kind == "graph" and value is not None else value)
-    return out
-
-
-def _wide_body(body: Graph, bodies: dict) -> Graph:
-    """A copy of a custom op's body with its float32 values and dtype attrs widened to float64
-    (nested bodies too, each once), so a graph with custom ops is checked in float64 as well."""
-    if id(body) not in bodies:
-        wide = Graph(body.name)
-        values = {id(v): Value(v.name, _wide(v.type)) for v in body.inputs}
-        wide.inputs = [values[id(v)] for v in body.inputs]
-        for node in body.nodes:
-            outputs = [Value(v.name, _wide(v.type)) for v in node.outputs]
-            wide.nodes.append(Node(node.op, [values[id(v)] for v in node.inputs], outputs,
-                                   _wide_attrs(node, bodies), node.meta))
-            values.update(zip((id(v) for v in node.outputs), outputs))
-        wide.outputs = [values[id(v)] for v in body.outputs]
-        bodies[id(body)] = (body, wide)  # the original kept alive: its id stays unique
-    return bodies[id(body)][1]
-
-
-def wide_nodes(graph: Graph) -> list:
-    """The graph's nodes with float32 types and dtype attrs widened to float64 (new Node objects
-    for the evaluator; the graph is not changed). Raises ``_Fallback`` where an op's shape
-    rule gives anything else for float64 inputs."""
-    types = {id(v): _wide(v.type) for v in graph.leaf_values()}
-    nodes, bodies = [], {}
-    for node in graph.nodes:
-        attrs = _wide_attrs(node, bodies)
-        want = [_wide(v.type) for v in node.outputs]
-        try:
-            got = infer_types(get_op(node.op), [types[id(v)] for v in node.inputs], attrs)
-        except GraphcError as e:
-            raise _Fallback(f"{node.op} refuses float64 ({clip(e.message, 120)})") from None
-        if got != want:
-            raise _Fallback(f"{node.op} gives {', '.join(map(str, got))} on float64 inputs")
-        types.update((id(v), t) for v, t in zip(node.outputs, want))
-        nodes.append(Node(node.op, node.inputs, [Value(v.name, t) for v, t in zip(node.outputs, want)], attrs,
-                          node.meta))
-    return nodes
 
 
 # ---- running a graph --------------------------------------------------------------------
@@ -189,7 +133,7 @@ def run_graph(graph: Graph, nodes: list, example: Example, dtype: str, evaluate)
         for value, wide, array in zip(node.outputs, runnable.outputs, results):
             array = np.asarray(array)
             if array.dtype != wide.type.dtype.numpy:
-                raise _Fallback(f"the {node.op} kernel returns {array.dtype} for {wide.type.dtype.name}")
+                raise Fallback(f"the {node.op} kernel returns {array.dtype} for {wide.type.dtype.name}")
             env[id(value)] = array
     named = {v.name: env[id(v)] for v in graph.leaf_values()}
     named.update((v.name, env[id(v)]) for n in graph.nodes for v in n.outputs)
@@ -333,10 +277,10 @@ class NumericCheck:
         if id(graph) not in self.wide:
             try:
                 self.wide[id(graph)] = (graph, wide_nodes(graph))
-            except _Fallback as e:
+            except Fallback as e:
                 self.wide[id(graph)] = (graph, e)
         result = self.wide[id(graph)][1]
-        if isinstance(result, _Fallback):
+        if isinstance(result, Fallback):
             raise result
         return result
 
@@ -346,7 +290,7 @@ class NumericCheck:
             nodes = self.widened(graph) if dtype == "float64" else graph.nodes
             try:
                 self.runs[key] = (graph, run_graph(graph, nodes, self.example, dtype, self.evaluate))
-            except _Fallback:
+            except Fallback:
                 raise
             except GraphcError as e:
                 raise VerifyError(f"verify='numeric': the graph {when} failed to run: {e.message}", e.where) from None
@@ -357,7 +301,7 @@ class NumericCheck:
         try:
             return "float64", "", self.run(before, "float64", f"before pass {name!r}"), self.run(
                 after, "float64", f"after pass {name!r}")
-        except _Fallback as e:
+        except Fallback as e:
             note = f"checked in float32: {e}"
         return "float32", note, self.run(before, "float32", f"before pass {name!r}"), self.run(
             after, "float32", f"after pass {name!r}")
