@@ -34,7 +34,7 @@ def encode_graph(graph: Graph, bodies: dict | None = None) -> dict:
     functions = []
     if top:
         bodies = {}
-        for body in _bodies_callees_first(graph):
+        for body in graph.bodies():
             functions.append(msgpack.packb(encode_graph(body, bodies), use_bin_type=True))
             bodies[id(body)] = len(bodies)
     index: dict[int, int] = {}
@@ -59,21 +59,6 @@ def encode_graph(graph: Graph, bodies: dict | None = None) -> dict:
     if functions:
         encoded["functions"] = functions
     return encoded
-
-
-def _bodies_callees_first(graph: Graph) -> list:
-    """Every body the graph's nodes hold, nested ones too, each after the bodies it calls."""
-    order, seen = [], set()
-
-    def visit(g: Graph) -> None:
-        for node in g.nodes:
-            for value in node.attrs.values():
-                if isinstance(value, Graph) and id(value) not in seen:
-                    seen.add(id(value))
-                    visit(value)
-                    order.append(value)
-    visit(graph)
-    return order
 
 
 def _plain(obj, bodies: dict | None = None):
@@ -186,7 +171,7 @@ def check_meta(meta: dict) -> dict:
     passes = meta.get("passes", [])
     if not isinstance(passes, list) or not all(
             isinstance(p, dict) and isinstance(p.get("name"), str)
-            and all(isinstance(p.get(k), int) and not isinstance(p.get(k), bool) for k in ("nodes_before", "nodes_after"))
+            and all(is_int(p.get(k)) for k in ("nodes_before", "nodes_after"))
             for p in passes):
         fail("graph.meta.passes should be a list of {name, nodes_before, nodes_after}")
     fixed = meta.get("fixed_batch")

@@ -78,10 +78,8 @@ def describe_plan(plan, path: str = "") -> str:
 
 def describe_custom_ops(graph) -> list:
     """One line per custom op body a plan keeps (``passes="none"``: calls not inlined)."""
-    from .ir.printer import called_bodies
-
     calls = collections.Counter(id(n.attrs["forward"]) for n in graph.nodes if n.op == "custom_call")
-    bodies = called_bodies(graph)
+    bodies = graph.bodies()
     if not bodies:
         return []
     lines = [f"custom op bodies: {len(bodies)} (print the graph or graphc viz to see them)"]
@@ -230,7 +228,8 @@ def _run(args) -> int:
             np.savez(f, **dict(zip(plan.output_names, arrays)))
         else:
             np.save(f, arrays[0])
-    print(f"wrote {args.output}: " + ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in zip(plan.output_names, arrays)))
+    written = ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in zip(plan.output_names, arrays))
+    print(f"wrote {args.output}: {written}")
     return 0
 
 

@@ -167,6 +167,27 @@ class Graph:
         """Values the caller observes: outputs and state updates."""
         return [*self.outputs, *self.updates.values()]
 
+    def bodies(self) -> list["Graph"]:
+        """The graphs the nodes hold as attrs (custom op bodies), nested ones too, each once and
+        after the bodies it calls (the order a plan file stores them in)."""
+        order, seen = [], set()
+        stack = [(self, iter(self.nodes), iter(()))]
+        while stack:  # iterative depth-first walk: callees are appended before their callers
+            graph, nodes, attrs = stack[-1]
+            body = next((v for v in attrs if isinstance(v, Graph) and id(v) not in seen), None)
+            if body is not None:
+                seen.add(id(body))
+                stack.append((body, iter(body.nodes), iter(())))
+                continue
+            node = next(nodes, None)
+            if node is not None:
+                stack[-1] = (graph, nodes, iter(node.attrs.values()))
+                continue
+            stack.pop()
+            if graph is not self:
+                order.append(graph)
+        return order
+
     def __str__(self) -> str:
         from .printer import format_graph
 

@@ -66,7 +66,7 @@ def format_node(node: Node, graph: Graph | None = None, labels: dict | None = No
 
 def format_graph(graph: Graph) -> str:
     """The graph, then each body its custom ops call (``{log1pexp.forward}``), once each."""
-    bodies = called_bodies(graph)
+    bodies = graph.bodies()
     labels, taken = {}, {}
     for body in bodies:
         taken[body.name] = taken.get(body.name, 0) + 1
@@ -74,19 +74,6 @@ def format_graph(graph: Graph) -> str:
     blocks = [_format_block(graph, "graph", graph.name, labels)]
     blocks += [_format_block(body, "body", labels[id(body)], labels) for body in bodies]
     return "\n".join(blocks)
-
-
-def called_bodies(graph: Graph) -> list:
-    """The graphs held in node attrs (custom op bodies), nested ones too, in order of first use."""
-    found, seen, stack = [], set(), [graph]
-    while stack:
-        for node in stack.pop(0).nodes:
-            for value in node.attrs.values():
-                if isinstance(value, Graph) and id(value) not in seen:
-                    seen.add(id(value))
-                    found.append(value)
-                    stack.append(value)
-    return found
 
 
 def _format_block(graph: Graph, keyword: str, label: str, labels: dict) -> str:
