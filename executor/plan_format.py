@@ -118,9 +118,10 @@ def decode_type(shape, dtype, where: str) -> TensorType:
 
 def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
     """``fields``: a ``plan_limits.Fields`` over the graph map. ``bodies``: the custom op
-    bodies decoded so far (a body's nodes may call only those)."""
-    if bodies is None:
-        bodies = decode_bodies(fields)
+    bodies decoded so far (a body's nodes may call only those); the top graph decodes them."""
+    top = bodies is None
+    if top:
+        bodies, sizes = decode_bodies(fields)
     graph = Graph(expect(fields.get("name"), str, "graph.name"))
     values = _decode_values(*fields.stream("values"))
     defined = [False] * len(values)
@@ -151,7 +152,7 @@ def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
     _, nodes = fields.stream("nodes")
     for k, entry in enumerate(nodes):  # one at a time: the first bad node stops the load
         graph.nodes.append(_decode_node(entry, k, take, bodies))
-    if bodies and expanded_size(graph, {}) > MAX_EXPANDED:
+    if top and bodies and expanded_size(graph, sizes) > MAX_EXPANDED:
         fail(f"the graph runs more than {MAX_EXPANDED} ops with its custom op calls expanded")
     graph.outputs = [take(i, "graph.outputs") for i in expect(fields.get("outputs"), list, "graph.outputs")]
     graph.output_names = [expect(n, str, "graph.output_names")
@@ -211,15 +212,16 @@ def _pair(entry, where):
     return entry
 
 
-def decode_bodies(fields) -> list:
+def decode_bodies(fields) -> tuple[list, dict]:
     """The custom op bodies of ``graph.functions``, in order: body k may call bodies 0..k-1
     only, so no body reaches itself (no recursion), and the chain of calls is at most
     ``MAX_CALL_DEPTH`` long; all bodies together hold at most ``MAX_NODES`` nodes, and one
     call runs at most ``MAX_EXPANDED`` ops with its nested calls expanded (64 calls per body over
     16 levels is a small file but 64**15 ops). Each is a graph of inputs, pure ops and outputs
-    (no state, constants or updates), checked by ir.verify; a problem names the body."""
+    (no state, constants or updates), checked by ir.verify; a problem names the body. Returns
+    the bodies and each one's expanded size (by id)."""
     if "functions" not in fields:
-        return []
+        return [], {}
     count, entries = fields.stream("functions")
     bodies, depths, sizes, nodes = [], {}, {}, 0
     for k, packed in enumerate(entries):
@@ -247,19 +249,13 @@ def decode_bodies(fields) -> list:
         if nodes > MAX_NODES:
             fail(f"the custom op bodies hold more than {MAX_NODES} nodes together")
         bodies.append(body)
-    return bodies
+    return bodies, sizes
 
 
 def expanded_size(graph: Graph, sizes: dict) -> int:
-    """Ops one run of ``graph`` executes, a call counting its forward body's (memoized in
-    ``sizes`` by body: linear in the stored nodes; the recursion is as deep as the calls)."""
-    total = 0
-    for node in graph.nodes:
-        body = node.attrs["forward"] if node.op == "custom_call" else None
-        if body is not None and id(body) not in sizes:
-            sizes[id(body)] = expanded_size(body, sizes)
-        total += sizes[id(body)] if body is not None else 1
-    return total
+    """Ops one run of ``graph`` executes, a call counting its forward body's expanded size
+    (``sizes``: every body it calls was decoded, and sized, before it)."""
+    return sum(sizes[id(n.attrs["forward"])] if n.op == "custom_call" else 1 for n in graph.nodes)
 
 
 def _decode_node(entry, k: int, take, bodies: list) -> Node:
