@@ -69,4 +69,4 @@ def run_process(args, train, finish) -> int:
 
 
 def _silent(*_args, **_kwargs) -> None:
-    pass
+    """The log of processes other than rank 0: they train silently."""

@@ -63,11 +63,10 @@ def _random(xp, spec):
     t, rng = spec.out_types[0], spec.rng
     dtype = t.dtype.numpy
     draw = rng.standard_normal if spec.attrs["distribution"] == "normal" else rng.random
-
-    def run():  # the plan's one generator drives GPU plans too: the same draws on every device
-        values = draw(t.shape, dtype=dtype)
-        return values if xp.__name__ == "numpy" else xp.asarray(values)
-    return run
+    if xp.__name__ == "numpy":
+        return lambda: draw(t.shape, dtype=dtype)
+    # the plan's one generator drives GPU plans too: the same draws on every device
+    return lambda: xp.asarray(draw(t.shape, dtype=dtype))
 
 
 def _check_indices(indices, rows: int) -> None:
@@ -120,5 +119,5 @@ def _stop_gradient(xp, spec):
 
 
 KERNELS = {"reshape": _reshape, "stop_gradient": _stop_gradient, "flatten": _reshape, "permute": _permute,
-           "broadcast_to": _broadcast_to, "concat": _concat, "slice": _slice, "slice_grad": _slice_grad, "full": _full, "random": _random,
-           "embedding": _embedding, "embedding_grad": _embedding_grad}
+           "broadcast_to": _broadcast_to, "concat": _concat, "slice": _slice, "slice_grad": _slice_grad,
+           "full": _full, "random": _random, "embedding": _embedding, "embedding_grad": _embedding_grad}
