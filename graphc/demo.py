@@ -112,7 +112,7 @@ def train(args, log=print, rank: int = 0) -> dict:
             losses.append(float(step(x, y)))
             step_times.append(time.perf_counter() - t0)
         sched.step()  # the lr is a plan input: no recompiling
-        loss = mean_over_processes(np.mean(losses)) if sampler is not None else np.mean(losses)
+        loss = mean_over_processes(np.mean(losses)) if args.processes > 1 else np.mean(losses)
         if rank == 0:  # the others train on; rank 0 evaluates the weights they all hold
             log(f"epoch {epoch:>2}: loss {loss:.4f}  train acc {accuracy(infer, train_x, train_y):.3f}  "
                 f"test acc {accuracy(infer, test_x, test_y):.3f}")
