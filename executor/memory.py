@@ -2,15 +2,17 @@
 
 Each planned buffer lives from the instruction that writes it to the last instruction that
 reads it (or reads a view of it). Buffers whose lifetimes overlap get disjoint byte ranges;
-the others may share. Placement is greedy by size with best fit (as TFLite's arena planner).
+the others may share. Placement (``placement.py``) is greedy by size with best fit (as
+TFLite's arena planner), in time bounded by the plan's size.
 """
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from .budget import format_bytes as _size, value_bytes
-
-ALIGN = 64  # bytes: cache-line aligned buffers
+from .placement import ALIGN, aligned, assign_offsets  # noqa: F401 (the planner's API, kept here)
 
 
 @dataclass
@@ -25,46 +27,42 @@ class Buffer:
         return self.start <= other.end and other.start <= self.end
 
 
-def aligned(nbytes: int) -> int:
-    return max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
-
-
-def assign_offsets(buffers: list[Buffer]) -> int:
-    """Give every buffer an offset; return the arena size in bytes.
-
-    >>> bufs = [Buffer(0, 64, 0, 1), Buffer(1, 64, 1, 2), Buffer(2, 64, 2, 3)]
-    >>> assign_offsets(bufs), [b.offset for b in bufs]
-    (128, [0, 64, 0])
-    """
-    placed: list[Buffer] = []
-    total = 0
-    for buf in sorted(buffers, key=lambda b: (-b.nbytes, b.start, b.key)):
-        size = aligned(buf.nbytes)
-        busy = sorted((b.offset, b.offset + aligned(b.nbytes)) for b in placed if b.overlaps(buf))
-        best, best_gap, cursor = None, None, 0
-        for lo, hi in busy:
-            gap = lo - cursor
-            if gap >= size and (best_gap is None or gap < best_gap):
-                best, best_gap = cursor, gap
-            cursor = max(cursor, hi)
-        buf.offset = best if best is not None else cursor
-        total = max(total, buf.offset + size)
-        placed.append(buf)
-    return total
-
-
 def check_no_overlap(buffers: list[Buffer]) -> None:
-    """Raise AssertionError if two buffers that are live together share bytes (a test hook)."""
-    for i, a in enumerate(buffers):
-        for b in buffers[i + 1:]:
-            if a.overlaps(b) and a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes:
-                raise AssertionError(f"buffers {a.key} and {b.key} are live together and overlap in the arena")
+    """Raise AssertionError if two buffers that are live together share bytes (a test hook).
+
+    One sweep over time keeps the live buffers' byte ranges sorted by offset; they never
+    overlap one another, so a new buffer need only be compared with its two neighbours there.
+
+    >>> check_no_overlap([Buffer(0, 64, 0, 1), Buffer(1, 64, 1, 2, offset=64), Buffer(2, 64, 2, 3, offset=0)])
+    """
+    live: list[tuple[int, int, int]] = []  # (offset, end offset, key), sorted
+    ending: list = []  # heap of (last read, offset, end offset, key)
+    for b in sorted((b for b in buffers if b.nbytes > 0), key=lambda b: b.start):
+        while ending and ending[0][0] < b.start:
+            _, *entry = heapq.heappop(ending)
+            del live[bisect_left(live, tuple(entry))]
+        entry = (b.offset, b.offset + b.nbytes, b.key)
+        i = bisect_left(live, entry)
+        for other in live[max(0, i - 1):i + 1]:
+            if other[0] < entry[1] and entry[0] < other[1]:
+                raise AssertionError(f"buffers {other[2]} and {b.key} are live together and overlap in the arena")
+        live.insert(i, entry)
+        heapq.heappush(ending, (b.end, *entry))
 
 
 def live_peak(buffers: list[Buffer]) -> int:
-    """The most bytes live at once: the least any arena could need."""
-    events = sorted({b.start for b in buffers})
-    return max((sum(b.nbytes for b in buffers if b.start <= t <= b.end) for t in events), default=0)
+    """The most bytes live at once: the least any arena could need (one sweep over time).
+
+    >>> live_peak([Buffer(0, 100, 0, 1), Buffer(1, 50, 1, 2), Buffer(2, 70, 2, 3)])
+    150
+    """
+    changes = sorted([(b.start, b.nbytes) for b in buffers] + [(b.end + 1, -b.nbytes) for b in buffers])
+    peak = live = 0
+    for i, (time, change) in enumerate(changes):
+        live += change
+        if i + 1 == len(changes) or changes[i + 1][0] != time:  # all of this instruction's changes applied
+            peak = max(peak, live)
+    return peak
 
 
 class MemoryReport:
