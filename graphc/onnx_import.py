@@ -1,10 +1,10 @@
 """ONNX import: an ONNX model file as a graphc inference plan.
 
 The file is read once, size-checked before the protobuf is parsed, and every tensor in it is
-checked before it becomes an array: external data (a path the file names, the ONNX
-path-traversal CVE class) is refused whatever the path, and a tensor whose declared size
-does not match the bytes it carries is refused before anything is allocated. Nothing else is
-ever opened. Each ONNX node then becomes graphc ops through its reader in
+checked before it becomes an array: a tensor whose declared size does not match the bytes it
+carries is refused before anything is allocated, and external data (``model.onnx.data``, as
+``torch.onnx.export`` writes it) is read only from the model's own folder, with every
+location, offset and length checked first (``onnx_external``). Each ONNX node then becomes graphc ops through its reader in
 ``onnx_readers.READERS``; shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) is
 evaluated while importing, so the plan holds only tensor ops. The usual inference passes
 then run (BN folding, constant folding, the Linear/Conv + ReLU fusions).
@@ -23,6 +23,7 @@ from .ir.graph import Graph, Value, describe_location
 from .ir.types import BATCH, DType, TensorType
 from .executor.budget import DEFAULT_FRACTION, physical_memory, value_bytes
 from .onnx_export import onnx_module
+from .onnx_external import ExternalData, model_folder
 
 IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
@@ -40,7 +41,7 @@ def import_onnx(path, device: str = "cpu", memory_budget=None):
     where = os.fspath(path)
     model = read_model(where, memory_budget)
     budget = memory_budget or int(physical_memory() * DEFAULT_FRACTION)  # arrays made while importing are host ones
-    reader = ModelReader(model, os.path.basename(where), budget)
+    reader = ModelReader(model, os.path.basename(where), budget, folder=model_folder(where))
     graph = reader.to_graph()
     refuse_oversized(graph, budget)  # before constant folding computes any of it
     graph = run_pipeline(graph, "import", "default", run_graph_node)
@@ -101,17 +102,16 @@ def default_opset(model) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def check_tensor(tensor, where: str, what: str) -> None:
-    """A tensor's data must be inside the file and exactly as large as its dims say."""
-    if tensor.data_location == 1 or tensor.external_data:  # TensorProto.EXTERNAL
-        location = next((e.value for e in tensor.external_data if e.key == "location"), "?")
-        raise GraphcError(f"{where}: {what} keeps its data in another file ('{clip(location, 200)}'); graphc never "
-                          "reads files an ONNX model names (save the model with its data inside it)")
+def check_tensor(tensor, where: str, what: str):
+    """A tensor's element type must be one graphc holds and its dims non-negative; inline data
+    must be exactly as large as the dims say. Returns the numpy dtype."""
     dtype = _NUMPY_DTYPES.get(tensor.data_type) or _STATIC_ONLY_DTYPES.get(tensor.data_type)
     if dtype is None:
         raise GraphcError(f"{where}: {what} has ONNX element type {tensor.data_type}, which graphc cannot hold")
     if any(d < 0 for d in tensor.dims):
         raise GraphcError(f"{where}: {what} declares negative dims {list(tensor.dims)}")
+    if is_external(tensor, where, what):
+        return dtype  # checked against its data file by ExternalData.array
     count = int(np.prod(tensor.dims, dtype=object)) if tensor.dims else 1
     if tensor.HasField("raw_data"):
         have, want = len(tensor.raw_data), count * np.dtype(dtype).itemsize
@@ -120,11 +120,28 @@ def check_tensor(tensor, where: str, what: str) -> None:
     if have != want:
         raise GraphcError(f"{where}: {what} declares shape {list(tensor.dims)} ({want} "
                           f"{'bytes' if tensor.HasField('raw_data') else 'values'}) but holds {have}")
+    return dtype
 
 
-def tensor_array(onnx, tensor, where: str, what: str) -> np.ndarray:
-    """The checked numpy array of a TensorProto (never reads external data: refused first)."""
-    check_tensor(tensor, where, what)
+def is_external(tensor, where: str, what: str) -> bool:
+    """Whether the tensor's data is in another file (data_location EXTERNAL, as onnx and
+    onnxruntime decide); external_data entries without that marking are ambiguous, refused."""
+    if tensor.data_location == 1:  # TensorProto.EXTERNAL
+        return True
+    if tensor.external_data:
+        raise PlanFormatError(f"{where}: {what} has external data entries but is not marked as external data")
+    return False
+
+
+def tensor_array(onnx, tensor, where: str, what: str, external: ExternalData | None = None) -> np.ndarray:
+    """The checked numpy array of a TensorProto; external data is read through ``external``
+    (never through ``numpy_helper``, which would follow any path the file names)."""
+    dtype = check_tensor(tensor, where, what)
+    if is_external(tensor, where, what):
+        if external is None:
+            raise PlanFormatError(f"{where}: {what} keeps its data in another file, and this model was not "
+                                  "read from a folder")
+        return external.array(tensor, dtype, what)
     return np.array(onnx.numpy_helper.to_array(tensor))  # a writable copy
 
 
@@ -163,9 +180,10 @@ class NodeAttrs(dict):
 class ModelReader:
     """Translates one ONNX graph into an ``ir.Graph``, node by node, in file order."""
 
-    def __init__(self, model, filename: str, budget: int):
+    def __init__(self, model, filename: str, budget: int, folder: str | None = None):
         self.onnx = onnx_module()
         self.model, self.where, self.budget = model, filename, budget
+        self.external = None if folder is None else ExternalData(folder, filename, budget)
         self.opset = default_opset(model)
         self.graph = Graph(_clean_name(model.graph.name, "onnx_model"))
         self.builder = Builder(self.graph)
@@ -180,7 +198,8 @@ class ModelReader:
     def to_graph(self) -> Graph:
         onnx_graph = self.model.graph
         for tensor in onnx_graph.initializer:
-            array = tensor_array(self.onnx, tensor, self.where, f"initializer {show(tensor.name)}")
+            array = tensor_array(self.onnx, tensor, self.where, f"initializer {show(tensor.name)}",
+                                 self.external)
             self.env[tensor.name] = array
             self.array_names[id(array)] = (array, tensor.name)
         for info in onnx_graph.input:
@@ -268,7 +287,8 @@ class ModelReader:
                 raise self.error(f"attribute {show(attr.name)} holds a subgraph, which graphc does not import")
             if attr.type in (4, 9):  # TENSOR, TENSORS
                 tensors = [attr.t] if attr.type == 4 else list(attr.tensors)
-                arrays = [tensor_array(self.onnx, t, self.where, f"attribute {show(attr.name)}") for t in tensors]
+                arrays = [tensor_array(self.onnx, t, self.where, f"attribute {show(attr.name)}", self.external)
+                          for t in tensors]
                 out[attr.name] = arrays[0] if attr.type == 4 else arrays
                 continue
             if attr.type in (11, 12):  # SPARSE_TENSOR(S)
