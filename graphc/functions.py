@@ -52,13 +52,100 @@ def _binary(op: str, doc: str, names=()):
 maximum = _binary("maximum", "Elementwise maximum (the gradient splits evenly at ties, as PyTorch).")
 minimum = _binary("minimum", "Elementwise minimum (the gradient splits evenly at ties, as PyTorch).")
 matmul = _binary("matmul", "Matrix product with numpy's batching rules.")
-pow = _binary("pow", "Elementwise power.")  # noqa: A001 - PyTorch's name
 eq = _binary("eq", "Elementwise ==, as a bool tensor.")
 ne = _binary("ne", "Elementwise !=, as a bool tensor.")
 lt = _binary("lt", "Elementwise <, as a bool tensor.", names=("less",))
 le = _binary("le", "Elementwise <=, as a bool tensor.", names=("less_equal",))
 gt = _binary("gt", "Elementwise >, as a bool tensor.", names=("greater",))
 ge = _binary("ge", "Elementwise >=, as a bool tensor.", names=("greater_equal",))
+
+
+@torchsymbol(functional=False)
+def add(input, other, *, alpha=1):
+    """``input + alpha * other``.
+
+    >>> import graphc as gc
+    >>> gc.add(gc.tensor([1, 2]), gc.tensor([10, 20]), alpha=2).numpy().tolist()
+    [21, 42]
+    """
+    return apply("add", [input, other if alpha == 1 else apply("mul", [other, alpha])])
+
+
+@torchsymbol(functional=False, names=("subtract",))
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other``.
+
+    >>> import graphc as gc
+    >>> gc.sub(gc.tensor([5, 5]), gc.tensor([1, 2]), alpha=2).numpy().tolist()
+    [3, 1]
+    """
+    return apply("sub", [input, other if alpha == 1 else apply("mul", [other, alpha])])
+
+
+@torchsymbol(functional=False, names=("multiply",))
+def mul(input, other):
+    """Elementwise product (an int tensor times a float scalar gives float32, as in PyTorch).
+
+    >>> import graphc as gc
+    >>> gc.mul(gc.tensor([1, 2]), 0.5).numpy().tolist()
+    [0.5, 1.0]
+    """
+    return apply("mul", [input, other])
+
+
+@torchsymbol(functional=False, names=("divide",))
+def div(input, other, *, rounding_mode=None):
+    """Division as PyTorch's: true division by default (ints give float32); ``rounding_mode``
+    ``'trunc'`` rounds toward zero and ``'floor'`` down, keeping integer dtypes. Integer
+    division by zero raises a GraphcError, as PyTorch's ZeroDivisionError.
+
+    >>> import graphc as gc
+    >>> a, b = gc.tensor([7, -7]), gc.tensor([2, 2])
+    >>> gc.div(a, b).numpy().tolist(), gc.div(a, b, rounding_mode="trunc").numpy().tolist()
+    ([3.5, -3.5], [3, -3])
+    >>> gc.div(a, b, rounding_mode="floor").numpy().tolist()
+    [3, -4]
+    """
+    return apply("div", [input, other], {"rounding_mode": rounding_mode})
+
+
+@torchsymbol(functional=False)
+def true_divide(input, other):
+    """``div(input, other)`` with no rounding.
+
+    >>> import graphc as gc
+    >>> gc.true_divide(gc.tensor([1, 3]), 2).numpy().tolist()
+    [0.5, 1.5]
+    """
+    return apply("div", [input, other])
+
+
+@torchsymbol(functional=False)
+def floor_divide(input, other):
+    """``div(input, other, rounding_mode='floor')`` (Python's ``//``).
+
+    >>> import graphc as gc
+    >>> gc.floor_divide(gc.tensor([7, -7]), 2).numpy().tolist()
+    [3, -4]
+    """
+    return apply("div", [input, other], {"rounding_mode": "floor"})
+
+
+@torchsymbol()
+def pow(input, exponent):  # noqa: A001 - PyTorch's name
+    """Elementwise power. Integer tensors stay integers, as in PyTorch: a negative exponent
+    tensor gives 0 (1 or -1 for a base of 1 or -1), while a negative Python int exponent is
+    refused, as PyTorch refuses it.
+
+    >>> import graphc as gc
+    >>> gc.pow(gc.tensor([2, 3]), 2).numpy().tolist(), gc.pow(gc.tensor([2, 1]), gc.tensor([-1, -1])).numpy().tolist()
+    ([4, 9], [0, 1])
+    """
+    if (isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0
+            and isinstance(input, Tensor) and not input.dtype.is_float):
+        raise GraphcError(f"pow: integers to negative integer powers are not allowed ({input.dtype.name} tensor, "
+                          f"exponent {exponent}), as in PyTorch; use a float: x.float() ** {exponent}")
+    return apply("pow", [input, exponent])
 
 
 @torchsymbol()

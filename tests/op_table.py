@@ -306,7 +306,8 @@ def _binary_table():
         OpInfo("add", _binary_samples(np.add, rn, rn), torch_binary("add")),
         OpInfo("sub", _binary_samples(np.subtract, rn, rn), torch_binary("sub")),
         OpInfo("mul", _binary_samples(np.multiply, rn, rn), torch_binary("mul")),
-        OpInfo("div", _binary_samples(np.true_divide, rn, nz, out="float", int_rhs=(1, 6)), torch_binary("div")),
+        OpInfo("div", _binary_samples(np.true_divide, rn, nz, out="float", int_rhs=(1, 6)),
+               lambda ts, a: T().div(ts[0], ts[1], rounding_mode=a["rounding_mode"])),
         OpInfo("pow", _binary_samples(np.power, pos, rn, int_lhs=(1, 5), int_rhs=(0, 4)), torch_binary("pow")),
         OpInfo("maximum", _binary_samples(np.maximum, rn, rn), torch_binary("maximum")),
         OpInfo("minimum", _binary_samples(np.minimum, rn, rn), torch_binary("minimum")),
@@ -314,7 +315,68 @@ def _binary_table():
     t["pow"].samples.append(S([uniform(0.5, 2.0, 3, 4), np.array(2.0, F32)], ew(np.power), "square"))
     t["div"].samples.append(S([ints(1, 9, 2, 3), ints(1, 9, 2, 3)], ew(np.true_divide, "float"),
                               "int-int-gives-f32", grad=False))
+    t["div"].samples += _rounded_div_samples()
+    t["pow"].samples.append(S([np.array([0, 1, -1, -1, 2, -2, 3]), np.array([-1, -2, -3, -2, -1, -3, 2])],
+                              _int_pow_ref, "int64-negative-exponents", grad=False))
+    t["pow"].samples.append(S([np.array([True, False, True]), np.array([2, 0, -1])], _int_pow_ref,
+                              "bool-int64-gives-int64", grad=False))
     return list(t.values())
+
+
+# Literal inputs (no draws from the table's generator, so samples built later keep their inputs):
+# signs on both sides, quotients well away from integers except where the rounding is the point.
+_NUMERATORS = np.array([7.5, -7.5, 7.5, -7.5, 0.3, -0.3, 6.0, 1.0, -1.0])
+_DENOMINATORS = np.array([2.0, 2.0, -2.0, -2.0, 0.7, 0.7, 3.0, 0.1, 0.1])  # 1 / 0.1: floor 9, trunc 10 in f32
+_INT_NUMERATORS = np.array([7, -7, 7, -7, 0, 6, -6, 1, 9], np.int64)
+_INT_DENOMINATORS = np.array([2, 2, -2, -2, 3, 3, 4, -5, 9], np.int64)
+
+
+def _rounded_div_ref(ins, attrs):
+    """Floor: Python's ``//`` on the exact values (float64 holds float32 inputs exactly); trunc:
+    PyTorch's definition, the true quotient rounded in the result dtype, then truncated. Ints:
+    sign(a) sign(b) (|a| // |b|), exact."""
+    a, b = ins
+    dt = promote(a, b)
+    if dt.kind != "f":
+        a, b = a.astype(dt), b.astype(dt)
+        if attrs["rounding_mode"] == "floor":
+            return [np.floor_divide(a, b)]
+        return [(np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(dt)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if attrs["rounding_mode"] == "floor":
+            return [np.floor_divide(a.astype(F64), b.astype(F64)).astype(dt)]
+        return [np.trunc(np.true_divide(a.astype(dt), b.astype(dt)))]
+
+
+def _rounded_div_samples():
+    a32, b32 = _NUMERATORS.astype(F32), _DENOMINATORS.astype(F32)
+    ia, ib = _INT_NUMERATORS, _INT_DENOMINATORS
+    samples = []
+    for mode in ("floor", "trunc"):
+        kw = {"attrs": {"rounding_mode": mode}, "grad": False}
+        samples += [
+            S([a32, b32], _rounded_div_ref, f"{mode}-f32", **kw),
+            S([ia, ib], _rounded_div_ref, f"{mode}-int64-keeps-int64", **kw),
+            S([ia, b32], _rounded_div_ref, f"{mode}-int64-f32-promotes", **kw),
+            S([ia > 0, ib], _rounded_div_ref, f"{mode}-bool-int64", **kw),
+            S([np.array(-7.5), np.array(2.0)], _rounded_div_ref, f"{mode}-0d-f64", **kw),
+            S([np.array([1.0, -1.0, 0.0, 3.5], F32), np.zeros(4, F32)], _rounded_div_ref,
+              f"{mode}-f32-by-zero", **kw),
+        ]
+    # away from the jumps floor and trunc are flat: the vjp says 0, and finite differences agree
+    samples.append(S([np.array([[7.3, -7.3], [4.1, -0.6]]), np.array([2.0, 0.7])], _rounded_div_ref,
+                     "floor-f64-gradient-zero", {"rounding_mode": "floor"}, dynamic=False))
+    return samples
+
+
+def _int_pow_ref(ins, attrs):
+    """PyTorch's integer power: a negative exponent gives 0, or 1 / (-1)**e for a base of +-1."""
+    def one(base, e):
+        if e >= 0:
+            return base ** e
+        return (-1) ** (e % 2) if base == -1 else 1 if base == 1 else 0
+    a, e = (x.astype(np.int64).tolist() for x in ins)
+    return [np.array([one(x, y) for x, y in zip(a, e)], np.int64)]
 
 
 def _compare_samples(fn, bool_ok):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ...ir.errors import GraphcError
 from ...ir.types import promote
 from .base import writes_out
 
@@ -29,6 +30,70 @@ def _ufunc_kernel(ufunc, spec, dtype=None):
 
 def _ufunc(name):
     return lambda xp, spec: _ufunc_kernel(getattr(xp, name), spec)
+
+
+def _as_output_dtype(spec):
+    """Cast every input to the output's dtype (bool or uint8 next to int64 computes in int64)."""
+    want = spec.out_types[0].dtype.numpy
+    return lambda *arrays: [a if a.dtype == want else a.astype(want) for a in arrays]
+
+
+def _finish(xp, result, out):
+    if out is None:
+        return result
+    xp.copyto(out, result)
+    return out
+
+
+def _div(xp, spec):
+    mode = spec.attrs.get("rounding_mode")
+    if mode is None:
+        return _ufunc_kernel(xp.true_divide, spec)
+    if spec.out_types[0].dtype.is_float:
+        if mode == "floor":  # numpy's float floor_divide is PyTorch's div_floor: both round (a - fmod(a, b)) / b
+            return _ufunc_kernel(xp.floor_divide, spec)
+        return _float_trunc_div(xp, spec)
+    return _int_div(xp, spec, mode)
+
+
+def _float_trunc_div(xp, spec):
+    divide = _ufunc_kernel(xp.true_divide, spec)  # PyTorch: trunc(a / b), so 1 / 0.1 gives 10 (floor gives 9)
+    return writes_out(lambda a, b, out=None: xp.trunc(divide(a, b, out=out), out=out))
+
+
+def _int_div(xp, spec, mode):
+    """Integer floor or trunc division. Division by zero raises, as PyTorch's ZeroDivisionError:
+    numpy would give 0 silently (a number that means nothing)."""
+    cast = _as_output_dtype(spec)
+
+    def run(a, b, out=None):
+        a, b = cast(a, b)
+        if bool((b == 0).any()):
+            raise GraphcError(f"div: integer division by zero (rounding_mode={mode!r}), as PyTorch refuses it")
+        q = xp.floor_divide(a, b, out=out)
+        if mode == "trunc":  # the floor is one below the truncation where the remainder is nonzero and signs differ
+            q += (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+        return q
+    return writes_out(run)
+
+
+def _pow(xp, spec):
+    if spec.out_types[0].dtype.is_float:
+        return _ufunc_kernel(xp.power, spec)
+    cast = _as_output_dtype(spec)
+
+    def run(a, e, out=None):
+        """PyTorch's integer power: a negative exponent gives 0, except 1 for a base of 1 and
+        +-1 for a base of -1 (numpy raises instead)."""
+        a, e = cast(a, e)
+        negative = e < 0
+        if not bool(negative.any()):
+            return xp.power(a, e, out=out)
+        powered = xp.power(a, xp.where(negative, 0, e))
+        minus_one = xp.where(xp.bitwise_and(e, 1) == 1, -1, 1)  # (-1) ** e by the parity of e
+        below = xp.where(a == 1, 1, xp.where(a == -1, minus_one, 0)).astype(powered.dtype)
+        return _finish(xp, xp.where(negative, below, powered), out)
+    return writes_out(run)
 
 
 def _relu(xp, spec):
@@ -220,8 +285,8 @@ KERNELS = {
     "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
     "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
     "leaky_relu": _leaky_relu, "hardtanh": _hardtanh, "erf": _erf,
-    "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"), "div": _ufunc("true_divide"),
-    "pow": _ufunc("power"), "maximum": _ufunc("maximum"), "minimum": _ufunc("minimum"),
+    "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"), "div": _div,
+    "pow": _pow, "maximum": _ufunc("maximum"), "minimum": _ufunc("minimum"),
     "eq": _compare("equal"), "ne": _compare("not_equal"), "lt": _compare("less"), "le": _compare("less_equal"),
     "gt": _compare("greater"), "ge": _compare("greater_equal"),
     "where": _where, "cast": _cast,

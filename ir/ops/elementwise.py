@@ -34,7 +34,27 @@ def _binary(in_types, attrs):
     return [TensorType(broadcast(*(t.shape for t in in_types)), result_dtype(in_types))]
 
 
-def _true_div(in_types, attrs):
+def _no_bools(name):
+    """PyTorch has no bool kernel for these (``pow``, floor/trunc ``div``): two bool tensors are refused."""
+    def rule(in_types, attrs):
+        out = _binary(in_types, attrs)[0]
+        if out.dtype is DType.bool:
+            raise ShapeError(f"{name} does not take two bool tensors (as in PyTorch); cast one first (x.long())")
+        return [out]
+    return rule
+
+
+ROUNDING_MODES = (None, "trunc", "floor")
+
+
+def _div(in_types, attrs):
+    """PyTorch's ``div``: true division (ints and bools give float32) unless ``rounding_mode``
+    is 'trunc' or 'floor', which keep the promoted dtype (ints stay ints)."""
+    mode = attrs["rounding_mode"]
+    if mode not in ROUNDING_MODES:
+        raise ShapeError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
+    if mode is not None:
+        return _no_bools(f"div with rounding_mode={mode!r}")(in_types, attrs)
     out = _binary(in_types, attrs)[0]
     return [out if out.dtype.is_float else out.with_dtype(DType.float32)]
 
@@ -131,6 +151,8 @@ def _vjp_mul(b, node, cts, needs):
 
 
 def _vjp_div(b, node, cts, needs):
+    if node.attrs.get("rounding_mode") is not None:  # piecewise constant: zero almost everywhere, as PyTorch
+        return [None, None]
     x, y = node.inputs
     gx = b.emit1("div", [cts[0], y])
     gy = b.emit1("neg", [b.emit1("mul", [gx, b.emit1("div", [x, y])])]) if needs[1] else None
@@ -183,10 +205,13 @@ register(OpDef("leaky_relu", _float_same("leaky_relu"), attrs={"negative_slope":
 register(OpDef("hardtanh", _hardtanh, attrs={"min_val": Attr("float", -1.0), "max_val": Attr("float", 1.0)},
                vjp=_vjp_hardtanh, doc="x limited to [min_val, max_val] (relu6: [0, 6])"))
 
-for _name, _grad in (("add", _vjp_add), ("sub", _vjp_sub), ("mul", _vjp_mul), ("pow", _vjp_pow),
+for _name, _grad in (("add", _vjp_add), ("sub", _vjp_sub), ("mul", _vjp_mul),
                      ("maximum", _vjp_minmax("gt")), ("minimum", _vjp_minmax("lt"))):
     register(OpDef(_name, _binary, inputs=(2, 2), vjp=_grad, doc=f"elementwise {_name} with broadcasting"))
-register(OpDef("div", _true_div, inputs=(2, 2), vjp=_vjp_div, doc="true division (ints give float32)"))
+register(OpDef("pow", _no_bools("pow"), inputs=(2, 2), vjp=_vjp_pow,
+               doc="elementwise power; ints stay ints (a negative exponent gives 0, or +-1 for a base of +-1)"))
+register(OpDef("div", _div, inputs=(2, 2), attrs={"rounding_mode": Attr("str", None, optional=True)}, vjp=_vjp_div,
+               doc="division: true (ints give float32), or rounded toward zero / down ('trunc' / 'floor')"))
 
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     register(OpDef(_name, _compare, inputs=(2, 2), doc=f"elementwise comparison {_name} -> bool"))
