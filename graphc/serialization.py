@@ -3,9 +3,10 @@
 pickles and never unpickles: ``torch.save`` files are refused with the way to convert them.
 
 ``gc.load`` tells the formats apart by their first bytes (:func:`sniff`), not by the name:
-a plan is a msgpack map holding the magic ``graphc-plan``; a safetensors file starts with its
-header's length (8 bytes, little-endian) and then ``{``; a pickle starts ``0x80``, protocol;
-``torch.save``'s default is a zip archive holding ``data.pkl``.
+a plan is a msgpack map; a safetensors file starts with its header's length (8 bytes,
+little-endian) and then ``{``. Every other file (a pickle, ``torch.save``'s zip of pickles, an
+``.npz``, text, unknown bytes) is a ``PlanFormatError`` saying what it looks like
+(``file_kinds``); so is a damaged safetensors file.
 """
 from __future__ import annotations
 
@@ -17,21 +18,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .ir.errors import GraphcError
+from .file_kinds import kind_of, read_ends, refusal
+from .ir.errors import GraphcError, PlanFormatError
+
+LOADABLE = ("plan", "safetensors", "onnx")  # what gc.load reads; file_kinds names the rest
 
 EXTRA = "pip install 'graphc[safetensors]'"
-PLAN_MAGIC = b"graphc-plan"
-# The tags of ModelProto fields that follow ir_version (field 1, tag 0x08) in a serialized model:
-# producer_name, producer_version, domain, model_version, doc_string, graph, opset_import.
-ONNX_SECOND_FIELDS = {0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42}
-SNIFF_BYTES = 512  # enough for the plan's magic and a zip's first member name
 MAX_HEADER = 100_000_000  # the safetensors library's own limit on the JSON header
 # Dtypes a safetensors file may hold that numpy has no type for: say so before the library does.
 NO_NUMPY_DTYPE = {"BF16": "bfloat16", "F8_E4M3": "float8", "F8_E5M2": "float8", "F8_E8M0": "float8",
                   "F4": "float4", "F6_E2M3": "float6", "F6_E3M2": "float6", "C32": "complex32"}
-CONVERT = ("convert it where PyTorch is installed: `from safetensors.torch import save_file; "
-           "save_file(torch.load(path, weights_only=True), 'model.safetensors')` (for a state dict), then "
-           "gc.load('model.safetensors')")
 
 
 def _safetensors():
@@ -114,56 +110,48 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 # ---- loading ----------------------------------------------------------------------------------
 def sniff(path) -> str | None:
-    """What a file is by its first bytes: ``"plan"``, ``"safetensors"``, ``"onnx"``, ``"pickle"``,
-    ``"torch-zip"``, ``"zip"``, or None (unknown, or unreadable: the plan loader then reports it).
+    """What ``gc.load`` should do with a file, by its first bytes (``file_kinds.kind_of``):
+    ``"plan"``, ``"safetensors"``, ``"onnx"``, or None for bytes in no known format in a file
+    named ``*.onnx`` (the ONNX importer then says what is wrong with it). Any other file is
+    refused here with a PlanFormatError saying what it looks like (a pickle, a zip, text...)
+    and what graphc reads; so is a path that cannot be read.
 
     >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "x.pt")
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.graphc")
     >>> _ = open(path, "wb").write(b"\\x80\\x04\\x95 rest of a pickle")
     >>> sniff(path)
-    'pickle'
+    Traceback (most recent call last):
+    graphc.ir.errors.PlanFormatError: ...x.graphc is a pickle (torch.save's legacy format, or pickle.dump); ...
     """
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except (OSError, TypeError):
+    head, last = read_ends(path)
+    kind = kind_of(head, last)
+    if kind in LOADABLE:
+        return kind
+    if kind in ("text", "binary") and os.fsdecode(path).lower().endswith(".onnx"):
         return None
-    msgpack_map = bool(head) and (0x80 <= head[0] <= 0x8F or head[0] in (0xDE, 0xDF))  # fixmap, map16, map32
-    if msgpack_map and PLAN_MAGIC in head[:64]:
-        return "plan"
-    if len(head) >= 9 and head[8:9] == b"{":
-        return "safetensors"
-    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return "pickle"
-    if len(head) >= 3 and head[0] == 0x08 and head[1] < 0x40 and head[2] in ONNX_SECOND_FIELDS:
-        return "onnx"  # a ModelProto: ir_version first, then another of its fields
-    if head[:4] == b"PK\x03\x04":
-        return "torch-zip" if b"data.pkl" in head or b".pkl" in head else "zip"
-    return None
+    raise refusal(path, kind, head)
 
 
 def refuse(path, kind: str):
-    """The error for a file graphc will not read (a pickle or another zip archive)."""
-    where = os.fspath(path)
-    if kind in ("pickle", "torch-zip"):
-        raise GraphcError(f"{where} is a pickle (torch.save's format); graphc never loads pickles, since unpickling "
-                          f"can run arbitrary code: {CONVERT}")
-    raise GraphcError(f"{where} is a zip archive, not a graphc plan or a safetensors file (an .npz file opens with "
-                      "np.load(path, allow_pickle=False))")
+    """Raise the error for a file of ``kind`` (``file_kinds.DESCRIPTIONS``), which graphc will not read."""
+    raise refusal(path, kind)
 
 
 def load_safetensors(path) -> dict:
     """The named arrays of a safetensors file, as writable numpy arrays on the host."""
     where = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PlanFormatError(f"cannot read {where}: {e.strerror or e}") from e
     _check_header(where, data)
     try:
         arrays = _safetensors().load(data)
     except GraphcError:
         raise
     except Exception as e:  # the library's SafetensorError and friends: the file is damaged
-        raise GraphcError(f"{where} is not a valid safetensors file: {e}") from None
+        raise PlanFormatError(f"{where} is not a valid safetensors file: {e}") from None
     return {name: np.array(a) if not a.flags.writeable else a for name, a in arrays.items()}
 
 
@@ -171,17 +159,17 @@ def _check_header(where: str, data: bytes) -> None:
     """Refuse a truncated header and dtypes numpy cannot hold, with messages that say so."""
     size = struct.unpack("<Q", data[:8])[0]
     if size > min(MAX_HEADER, len(data) - 8):
-        raise GraphcError(f"{where} is not a valid safetensors file: its header claims {size} bytes, but the file "
-                          f"has {len(data) - 8} after the length (truncated?)")
+        raise PlanFormatError(f"{where} is not a valid safetensors file: its header claims {size} bytes, but the "
+                              f"file has {len(data) - 8} after the length (truncated?)")
     try:
         header = json.loads(data[8:8 + size])
     except (ValueError, UnicodeDecodeError) as e:
-        raise GraphcError(f"{where} is not a valid safetensors file: its header is not JSON ({e})") from None
+        raise PlanFormatError(f"{where} is not a valid safetensors file: its header is not JSON ({e})") from None
     if not isinstance(header, dict):
-        raise GraphcError(f"{where} is not a valid safetensors file: its header is not a JSON object")
+        raise PlanFormatError(f"{where} is not a valid safetensors file: its header is not a JSON object")
     for name, entry in header.items():
         dtype = entry.get("dtype") if isinstance(entry, dict) else None
         if dtype in NO_NUMPY_DTYPE:
-            raise GraphcError(f"{where}: tensor {name!r} is {NO_NUMPY_DTYPE[dtype]} ({dtype}), which numpy and graphc "
-                              "cannot hold; convert it to float32 before saving "
-                              "(save_file({k: v.float() for k, v in state_dict.items()}, path))")
+            raise PlanFormatError(f"{where}: tensor {name!r} is {NO_NUMPY_DTYPE[dtype]} ({dtype}), which numpy and "
+                                  "graphc cannot hold; convert it to float32 before saving "
+                                  "(save_file({k: v.float() for k, v in state_dict.items()}, path))")

@@ -225,8 +225,8 @@ def test_error_missing_plan_file(files, tmp_path):
 
 
 def test_error_truncated_or_empty_plan_file(files, tmp_path):
-    for name in ("truncated.graphc", "empty.graphc"):
-        assert_one_line_error(graphc("inspect", files / name), "invalid plan file")
+    assert_one_line_error(graphc("inspect", files / "truncated.graphc"), "invalid plan file")
+    assert_one_line_error(graphc("inspect", files / "empty.graphc"), "empty.graphc is an empty file (0 bytes)")
     assert_one_line_error(graphc("run", files / "truncated.graphc", "--input", files / "x.npy",
                                  "--output", tmp_path / "o.npy"), "invalid plan file")
     assert not (tmp_path / "o.npy").exists()
