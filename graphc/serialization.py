@@ -111,7 +111,7 @@ def _write_atomically(path: str, data: bytes) -> None:
 # ---- loading ----------------------------------------------------------------------------------
 def sniff(path) -> str | None:
     """What ``gc.load`` should do with a file, by its first bytes (``file_kinds.kind_of``):
-    ``"plan"``, ``"safetensors"``, ``"onnx"``, or None for bytes in no known format in a file
+    ``"plan"``, ``"safetensors"``, ``"onnx"``, or None for an empty file, text or bytes in no known format
     named ``*.onnx`` (the ONNX importer then says what is wrong with it). Any other file is
     refused here with a PlanFormatError saying what it looks like (a pickle, a zip, text...)
     and what graphc reads; so is a path that cannot be read.
@@ -127,7 +127,7 @@ def sniff(path) -> str | None:
     kind = kind_of(head, last)
     if kind in LOADABLE:
         return kind
-    if kind in ("text", "binary") and os.fsdecode(path).lower().endswith(".onnx"):
+    if kind in ("text", "binary", "empty") and os.fsdecode(path).lower().endswith(".onnx"):
         return None
     raise refusal(path, kind, head)
 

@@ -185,3 +185,10 @@ def test_formats_graphc_reads_are_told_from_their_first_bytes():
     # text that ends with a full stop is not a pickle unless it starts like one
     assert kind_of(b"The end.", b".") == "text"
     assert kind_of("ü".encode()[:1], b"\xc3") == "text"  # a character cut by the sniffed length
+
+
+def test_an_empty_file_named_onnx_goes_to_the_onnx_importer(tmp_path):
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"")
+    with pytest.raises(gc.PlanFormatError, match="model.onnx is not (a valid ONNX|an ONNX) model"):
+        gc.load(path)
