@@ -111,8 +111,8 @@ def _write_atomically(path: str, data: bytes) -> None:
 # ---- loading ----------------------------------------------------------------------------------
 def sniff(path) -> str | None:
     """What ``gc.load`` should do with a file, by its first bytes (``file_kinds.kind_of``):
-    ``"plan"``, ``"safetensors"``, ``"onnx"``, or None for an empty file, text or bytes in no known format
-    named ``*.onnx`` (the ONNX importer then says what is wrong with it). Any other file is
+    ``"plan"``, ``"safetensors"``, ``"onnx"``, or None for a file named ``*.onnx`` that is empty,
+    text or bytes in no known format (the ONNX importer then says what is wrong). Any other file is
     refused here with a PlanFormatError saying what it looks like (a pickle, a zip, text...)
     and what graphc reads; so is a path that cannot be read.
 
