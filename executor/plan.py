@@ -21,7 +21,7 @@ from ..ir.errors import NonFiniteError, ShapeError
 from ..ir.graph import Graph
 from ..ir.registry import get_op
 from ..ir.types import BATCH
-from .backends import get_backend
+from .backends import backend_of, get_backend
 from .budget import check_budget, default_budget
 from .program import Program
 
@@ -175,6 +175,11 @@ class Plan:
     def _as_array(self, data, name):
         if isinstance(data, self.backend.xp.ndarray):
             return data
+        backing = _tensor_array(data)
+        if backing is not None:  # an eager gc.Tensor: its own array, copied only across devices
+            if isinstance(backing, self.backend.xp.ndarray):
+                return backing
+            return self.backend.asarray(backend_of(backing).to_numpy(backing))
         if hasattr(data, "__array__") or isinstance(data, (list, tuple, int, float)):
             return self.backend.asarray(np.asarray(data))
         raise ShapeError(f"input {name!r}: expected an array, got {type(data).__name__}")
@@ -279,6 +284,19 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"<Plan {self.kind} {self.graph.name}: {len(self.graph.nodes)} nodes on {self.device}>"
+
+
+def _tensor_array(data):
+    """The array behind an eager ``gc.Tensor`` (numpy or cupy), else None. The executor does
+    not import graphc's user API (the layering), so the Tensor is known by its type and its
+    documented ``array`` attribute: reading it directly keeps a cupy-backed Tensor on its GPU,
+    where ``np.asarray(tensor)`` would copy it to the host and back. A traced Tensor (no
+    array) falls through to ``__array__``, which explains why it cannot be a plan input."""
+    kind = type(data)
+    if not any(k.__name__ == "Tensor" and k.__module__ == "graphc.tensor" for k in kind.__mro__):
+        return None
+    backing = getattr(data, "array", None)
+    return backing if hasattr(backing, "shape") and hasattr(backing, "dtype") else None
 
 
 def _describe(a) -> str:

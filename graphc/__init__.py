@@ -17,7 +17,7 @@ uint8 = DType.uint8
 # PyTorch's aliases (torch.float ...); left out of __all__ so `from graphc import *` keeps the builtin float
 float, double, long, half = float32, float64, int64, float16  # noqa: A001
 
-from .random import manual_seed  # noqa: E402
+from .random import Generator, manual_seed  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .device import device  # noqa: E402
 from .creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
@@ -41,7 +41,8 @@ from .executor import Plan  # noqa: E402
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
 
 __all__ = sorted({
-    "__version__", "DType", "DeviceError", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError", "ShapeError",
+    "__version__", "DType", "DeviceError", "Generator", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError",
+    "ShapeError",
     "Tensor", "TraceError", "VerifyError", "arange", "as_tensor", "bool_", "cat", "compile", "concat", "custom_op", "data",
     "debug",
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
