@@ -52,6 +52,7 @@ import pytest
 
 import graphc as gc
 from conftest import HAVE_TORCH
+from graphc.data import DataLoader, TensorDataset
 from torch_refs import torch_steps
 
 if HAVE_TORCH:
@@ -516,22 +517,6 @@ class Args:
     dry_run = False
 
 
-class GraphcLoader:
-    """What the example's loops need from a DataLoader: batches of tensors and ``.dataset``.
-    (graphc.data.DataLoader yields numpy arrays, which have no ``.to(device)``.)"""
-
-    def __init__(self, x, y, batch_size):
-        self.dataset = list(zip(x, y))
-        self.batches = [(gc.from_numpy(x[i:i + batch_size]), gc.from_numpy(y[i:i + batch_size]))
-                        for i in range(0, len(x), batch_size)]
-
-    def __iter__(self):
-        return iter(self.batches)
-
-    def __len__(self):
-        return len(self.batches)
-
-
 def mnist_data(n, seed):
     """Learnable 28x28 digits: one random template per class plus noise (no downloads)."""
     rng = np.random.default_rng(seed)
@@ -584,14 +569,15 @@ def test_mnist_example_matches_torch(torch_ref):
     gm, state, train, test = mnist_setup()
     ref = torch_ref([state, train, test, EPOCHS, TRAIN_BATCH, TEST_BATCH], lambda: torch_mnist(state, train, test))
     optimizer, scheduler = m.make_optimizer(gm)
-    step = gc.compile(gm, (train[0][:TRAIN_BATCH], train[1][:TRAIN_BATCH]), loss_fn=gc.nn.functional.nll_loss,
-                      optimizer=optimizer)
-    device, test_loader = gc.device("cpu"), GraphcLoader(*test, TEST_BATCH)
+    # the same loaders as torch's side: graphc.data's, yielding gc.Tensor batches that .to(device) moves
+    train_loader, test_loader = (DataLoader(TensorDataset(*xy), batch_size=b) for xy, b in
+                                 ((train, TRAIN_BATCH), (test, TEST_BATCH)))
+    step = gc.compile(gm, next(iter(train_loader)), loss_fn=gc.nn.functional.nll_loss, optimizer=optimizer)
+    device = gc.device("cpu")
     for epoch in range(1, EPOCHS + 1):
         assert optimizer.param_groups[0]["lr"] == float(ref[f"lr{epoch}"])
         gm.train()
-        losses = [float(step(train[0][i:i + TRAIN_BATCH], train[1][i:i + TRAIN_BATCH]))
-                  for i in range(0, TRAIN_N, TRAIN_BATCH)]
+        losses = [float(step(x.to(device), y.to(device))) for x, y in train_loader]
         # the example prints losses with 6 decimals: that rounding (5e-7) plus float32 agreement
         np.testing.assert_allclose(losses, ref[f"losses{epoch}"], rtol=RTOL, atol=1e-6, err_msg=f"epoch {epoch}")
         with contextlib.redirect_stdout(io.StringIO()):
