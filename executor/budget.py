@@ -11,6 +11,7 @@ import math
 import os
 
 from ..ir.errors import GraphcError
+from .memory_limits import process_memory_limit
 
 DEFAULT_FRACTION = 0.5  # of physical memory: room for the model's state, the inputs and the OS
 FALLBACK_BYTES = 8 << 30  # where the platform does not say how much memory it has
@@ -28,9 +29,21 @@ def physical_memory() -> int:
         return FALLBACK_BYTES
 
 
+def host_memory(root: str = "/") -> int:
+    """What this process may use on the host: the least of physical RAM, its cgroup's memory
+    limit and the room left under its RLIMIT_AS and RLIMIT_DATA (see ``memory_limits``).
+
+    >>> 0 < host_memory() <= physical_memory()
+    True
+    """
+    limit = process_memory_limit(root)
+    return physical_memory() if limit is None else min(physical_memory(), limit)
+
+
 def default_budget(backend) -> int:
-    """Half the device's memory: physical RAM for numpy, the GPU's memory for cupy."""
-    total = backend.total_memory() if hasattr(backend, "total_memory") else physical_memory()
+    """Half the device's memory: what the process may use of the host's for numpy (taken when
+    the plan is made), the GPU's memory for cupy."""
+    total = backend.total_memory() if hasattr(backend, "total_memory") else host_memory()
     return int(total * DEFAULT_FRACTION)
 
 
@@ -53,6 +66,14 @@ def format_bytes(n: int, digits: int = 2) -> str:
         if n >= 1 << shift:
             return f"{n / (1 << shift):.{digits}f} {unit}"
     return f"{n} B"
+
+
+def out_of_memory(what: str, nbytes: int, batch: int, where=None):
+    """The allocation failed although the plan was within its budget (a budget given larger than
+    the process may use, or memory taken since): the same error, not numpy's bare MemoryError."""
+    raise GraphcError(f"{what} needs {format_bytes(nbytes)} ({nbytes:,} bytes) at batch size {batch}, more than "
+                      "this process could allocate (its memory limits or the machine's); pass a smaller "
+                      "memory_budget= to gc.compile or gc.load to be refused before allocating", where)
 
 
 def refuse(what: str, nbytes: int, budget: int, batch: int, where=None):

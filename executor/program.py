@@ -21,7 +21,7 @@ import numpy as np
 from ..ir.errors import GraphcError
 from ..ir.graph import Graph
 from ..ir.registry import get_op
-from .budget import refuse, value_bytes
+from .budget import out_of_memory, refuse, value_bytes
 from .kernels import KernelSpec
 from .kernels.base import as_kernel
 from .memory import Buffer, assign_offsets
@@ -128,17 +128,29 @@ class Program:
         self.arena_bytes = assign_offsets(buffers)
         self.unplanned_bytes = sum(b.nbytes for b in buffers)
         if budget is not None and self.arena_bytes > budget:
-            biggest = max(buffers, key=lambda b: b.nbytes)
-            node = graph.nodes[biggest.start]
-            refuse(f"the activation arena (largest buffer: {node.op} output {self.types[biggest.key]})",
-                   self.arena_bytes, budget, self.batch, node.location())
+            refuse(*self._arena_described(graph), budget, self.batch, self._arena_location(graph))
         if not allocate:
             self.arena = None
             return
-        self.arena = self.backend.xp.empty(self.arena_bytes, dtype=np.uint8)
+        try:
+            self.arena = self.backend.xp.empty(self.arena_bytes, dtype=np.uint8)
+        except MemoryError:
+            out_of_memory(*self._arena_described(graph), self.batch, self._arena_location(graph))
         for b in buffers:
             t = self.types[b.key]
             self.template[b.key] = self.arena[b.offset:b.offset + b.nbytes].view(t.dtype.numpy).reshape(t.shape)
+
+    def _largest_buffer(self):
+        return max(self.buffers, key=lambda b: b.nbytes)
+
+    def _arena_described(self, graph) -> tuple:
+        """``("the activation arena (largest buffer: ...)", bytes)`` for errors."""
+        biggest = self._largest_buffer()
+        op = graph.nodes[biggest.start].op
+        return f"the activation arena (largest buffer: {op} output {self.types[biggest.key]})", self.arena_bytes
+
+    def _arena_location(self, graph):
+        return graph.nodes[self._largest_buffer().start].location()
 
     # ---- steps ------------------------------------------------------------------------
     def _make_step(self, kernel, node, index):

@@ -2,6 +2,7 @@
 allocation, so huge or wrapping sizes are refused with a GraphcError naming the node."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tracemalloc
@@ -12,7 +13,7 @@ import pytest
 import graphc as gc
 from graphc import nn
 from graphc.executor import Plan
-from graphc.executor.budget import DEFAULT_FRACTION, physical_memory, value_bytes
+from graphc.executor.budget import DEFAULT_FRACTION, host_memory, physical_memory, value_bytes
 from graphc.ir import Builder, DType, Graph, TensorType, Value
 
 X1 = np.ones((1, 1), np.float32)
@@ -66,7 +67,7 @@ def test_arena_over_budget_is_refused_naming_its_largest_buffer():
 
 def test_default_budget_is_half_the_machine(tmp_path):
     plan = gc.compile(nn.Linear(2, 2).eval(), (np.zeros((1, 2), np.float32),))
-    assert plan.memory_budget == int(physical_memory() * DEFAULT_FRACTION)
+    assert plan.memory_budget == int(host_memory() * DEFAULT_FRACTION) <= int(physical_memory() * DEFAULT_FRACTION)
     plan.save(tmp_path / "p.graphc")
     assert gc.load(tmp_path / "p.graphc", memory_budget=1234).memory_budget == 1234
 
@@ -103,3 +104,46 @@ def test_memory_report_plans_without_allocating_the_arena():
         tracemalloc.stop()
     assert report.arena_bytes >= 4096 * 512 * 4 and peak < report.arena_bytes // 4
     assert not plan._programs  # nothing cached: the next real call builds and allocates its own
+
+
+# A plan whose one arena buffer (relu's output, 512 MiB at batch 1) cannot fit in the room that
+# RLIMIT_AS leaves, lowered in the child to what it has mapped plus 256 MiB once graphc is imported.
+LIMITED_CHILD = """
+import resource, sys
+import numpy as np
+import graphc as gc
+from graphc.executor import Plan
+from graphc.executor.memory_limits import status_kib
+from graphc.ir import Builder, DType, Graph, TensorType, Value
+g = Graph("big")
+b = Builder(g, meta={"module": "head", "module_type": "Big", "source": "net.py:9"})
+x = g.add_input(Value("x", TensorType(("N", 1), DType.float32)))
+wide = b.emit1("broadcast_to", [x], {"shape": ("N", 1 << 27)})  # a view: never allocated
+g.outputs = [b.emit1("sum", [b.emit1("relu", [wide])])]
+with open("/proc/self/status") as f:
+    mapped = status_kib(f.read(), "VmSize") * 1024
+resource.setrlimit(resource.RLIMIT_AS, (mapped + (256 << 20), resource.RLIM_INFINITY))
+budget = None if sys.argv[1] == "default" else 1 << 40
+plan = Plan(g, {}, memory_budget=budget)
+if budget is None:
+    assert 100 << 20 < plan.memory_budget <= 128 << 20, plan.memory_budget  # half the room left
+try:
+    plan(np.ones((1, 1), np.float32))
+except gc.GraphcError as e:
+    print("GraphcError:", e)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status are Linux's")
+@pytest.mark.parametrize("budget, message", [
+    ("default", r"broadcast_to output %0 f32\[N,134217728\] needs 512\.00 MiB \(536,870,912 bytes\) at batch "
+                r"size 1, over the plan's memory budget of 1\d\d\.\d\d MiB"),
+    ("1 TiB", r"the activation arena \(largest buffer: relu output f32\[1,134217728\]\) needs 512\.00 MiB "
+              r"\(536,870,912 bytes\) at batch size 1, more than this process could allocate")])
+def test_a_lowered_address_space_limit_is_refused_with_graphcs_error(budget, message):
+    """Under ``ulimit -v`` the default budget is half the room left under RLIMIT_AS, so the
+    plan is refused before allocating; with a budget given larger than that room, the failed
+    allocation is still graphc's error naming the node and the bytes, not numpy's MemoryError."""
+    done = subprocess.run([sys.executable, "-c", LIMITED_CHILD, budget], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(message + r".*\[head \(Big\) at net\.py:9\]", done.stdout), done.stdout
