@@ -109,6 +109,7 @@ def train(args, log=print, rank: int = 0) -> dict:
         losses = []
         for x, y in tqdm(loader, desc=f"epoch {epoch}", leave=False, disable=quiet, unit="step"):
             t0 = time.perf_counter()
+            x, y = x.to(args.device), y.to(args.device)  # gc.Tensor batches, as in PyTorch (a no-op on cpu)
             losses.append(float(step(x, y)))
             step_times.append(time.perf_counter() - t0)
         sched.step()  # the lr is a plan input: no recompiling

@@ -14,6 +14,7 @@ import numpy as np
 import graphc as gc
 import graphc.distributed as dist
 from graphc import nn, optim
+from graphc.data import DataLoader, DistributedSampler, TensorDataset
 
 STEPS, GLOBAL_BATCH = 5, 32
 
@@ -47,15 +48,24 @@ def setup(kind: str, sync: bool = False):
     return model, opt
 
 
+def loader(kind: str, ranks: int, rank: int) -> DataLoader:
+    """This rank's batches, as a PyTorch job reads them: a DistributedSampler over the samples of
+    all global batches, in order, and a DataLoader of ``GLOBAL_BATCH // ranks`` per step. The
+    sampler strides over the ranks, so the ranks' batches of step i are together global batch i."""
+    xs, ys = data(kind)
+    dataset = TensorDataset(xs.reshape(STEPS * GLOBAL_BATCH, *xs.shape[2:]), ys.reshape(-1))
+    sampler = DistributedSampler(dataset, num_replicas=ranks, rank=rank, shuffle=False)
+    return DataLoader(dataset, batch_size=GLOBAL_BATCH // ranks, sampler=sampler)
+
+
 def train(kind: str, sync: bool, ranks: int, rank: int, mode: str = "module") -> dict:
     """Train STEPS steps on this rank's shares; returns the model's final state and the plan.
     ``mode``: "module" compiles (model, loss, optimizer), "step" a traced train_step, "eager"
-    runs the train_step eagerly (no plan)."""
+    runs the train_step eagerly (no plan). Every mode is fed the loader's gc.Tensor batches."""
     model, opt = setup(kind, sync)
     net = nn.parallel.DistributedDataParallel(model) if ranks > 1 else model
-    xs, ys = data(kind)
-    share = GLOBAL_BATCH // ranks
-    x0, y0 = xs[0, :share], ys[0, :share]
+    batches = loader(kind, ranks, rank)
+    example = next(iter(batches))
     if mode in ("step", "eager"):
         loss_fn = nn.CrossEntropyLoss()
 
@@ -66,13 +76,11 @@ def train(kind: str, sync: bool, ranks: int, rank: int, mode: str = "module") ->
             opt.step()
             return loss
 
-        step = gc.compile(train_step, (x0, y0)) if mode == "step" else train_step
+        step = gc.compile(train_step, example) if mode == "step" else train_step
     else:
-        step = gc.compile(net, (x0, y0), nn.CrossEntropyLoss(), opt)
-    for i in range(STEPS):
-        lo = rank * share
-        x, y = xs[i, lo:lo + share], ys[i, lo:lo + share]
-        step(*((gc.tensor(x), gc.tensor(y)) if mode == "eager" else (x, y)))
+        step = gc.compile(net, example, nn.CrossEntropyLoss(), opt)
+    for x, y in batches:
+        step(x, y)
     return {k: np.array(v) for k, v in model.state_dict().items()}, (step if mode != "eager" else None)
 
 
