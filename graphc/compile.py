@@ -17,7 +17,7 @@ from .ir.errors import GraphcError, PlanFormatError, TraceError
 from .ir.types import DType
 from .random import next_seed
 from .tensor import Tensor
-from .tracer import Tracer, input_names
+from .tracer import Tracer, active, input_names
 
 
 def _example_array(x, index):
@@ -63,7 +63,7 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     names = names or input_names(fn, len(arrays))
     symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
                for n, a in zip(names, arrays)]
-    with tracing_modules(root, tracer):
+    with tracing_modules(root, tracer), active(tracer):
         result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     if not any(isinstance(out, Tensor) for out in outputs):

@@ -157,7 +157,7 @@ class Function:
 # ---- tracing the two bodies -------------------------------------------------------------------
 def trace_bodies(op: CustomOp, types: tuple, plain: tuple, count: int, outer) -> tuple:
     """``(custom_call attrs, constant arrays, whether forward returned one tensor)``."""
-    from .tracer import Tracer
+    from .tracer import Tracer, active
 
     batch = outer.batch_size if outer is not None else None
     forward = Tracer(f"{op.name}.forward")
@@ -165,7 +165,8 @@ def trace_bodies(op: CustomOp, types: tuple, plain: tuple, count: int, outer) ->
     inputs = [_placeholder(forward, f"x{i}", t) for i, t in enumerate(types)]
     ctx = FunctionCtx(tuple(_is_float_arg(inputs, plain, i) for i in range(count)))
     args = _merge(inputs, plain, count)
-    result = _call_user(op, "forward", ctx, *args)
+    with active(forward):  # the body's own trace: the model's state is not its state
+        result = _call_user(op, "forward", ctx, *args)
     single = not isinstance(result, (tuple, list))
     outs = [_traced_value(forward, t, op, "forward returned") for t in ((result,) if single else result)]
     saved = _saved_tensors(ctx, forward, op)
@@ -194,7 +195,7 @@ def trace_bodies(op: CustomOp, types: tuple, plain: tuple, count: int, outer) ->
 def _trace_backward(op, forward, inputs, outs, residuals, saved, ctx, plain, count, batch):
     """Trace ``backward(ctx, *cotangents)`` reading placeholders for the inputs, the outputs
     and the cotangents; the saved tensors and tensor attributes of ``ctx`` become those."""
-    from .tracer import Tracer
+    from .tracer import Tracer, active
 
     backward = Tracer(f"{op.name}.backward")
     backward.batch_size = batch
@@ -208,7 +209,8 @@ def _trace_backward(op, forward, inputs, outs, residuals, saved, ctx, plain, cou
     for key, value in list(vars(ctx).items()):
         if isinstance(value, Tensor) and value._tracer is forward:
             setattr(ctx, key, stand_in[id(value._value)])
-    result = _call_user(op, "backward", ctx, *cotangents)
+    with active(backward):
+        result = _call_user(op, "backward", ctx, *cotangents)
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     if len(result) > count and all(r is None for r in result[count:]):  # PyTorch drops trailing Nones
         result = result[:count]

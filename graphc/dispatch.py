@@ -11,17 +11,18 @@ from .ir.errors import DeviceError, GraphcError
 from .ir.registry import get_op, infer_types
 from .ir.types import DType, TensorType
 from . import autograd, random as _random
+from .tracer import current_tracer
 
 
 def apply(op: str, args: list, attrs: dict | None = None):
     """Apply ``op`` to Tensors / Python scalars; returns a Tensor or a tuple of Tensors."""
     from .tensor import Tensor
 
-    tracer = None
-    for a in args:
-        if isinstance(a, Tensor) and a._tracer is not None:
-            tracer = a._tracer
-            break
+    tracer = next((a._tracer for a in args if isinstance(a, Tensor) and a._tracer is not None), None)
+    if tracer is None:  # a model's parameter or buffer read inside a step being traced is a graph value
+        current = current_tracer()
+        if current is not None and any(isinstance(a, Tensor) and current.state_name(a) for a in args):
+            tracer = current
     if tracer is not None:
         return tracer.record(op, args, attrs or {})
     return _run_eager(op, args, attrs or {})

@@ -1,31 +1,42 @@
 """In-place tensor methods (``normal_``, ``uniform_``, ``fill_``, ``zero_``, ``copy_``,
-``add_``/``sub_``/``mul_``/``div_``/``clamp_`` and ``t[i] = v``), eager only.
+``add_``/``sub_``/``mul_``/``div_``/``clamp_``, ``t[i] = v`` and ``x += y``).
 
-They write into the tensor's array, so a compiled plan that shares it (a model's parameters)
-sees the new values: ``model.fc.weight.data.normal_(0, 0.01)`` after ``gc.compile`` changes
-what the plan computes. A graph never mutates its inputs, so inside a traced function they
-raise a ``TraceError`` (write ``x = x * 2`` there instead).
+Eager, they write into the tensor's array, so a compiled plan that shares it (a model's
+parameters) sees the new values: ``model.fc.weight.data.normal_(0, 0.01)`` after
+``gc.compile`` changes what the plan computes.
+
+While a function is traced they never touch an array; they become graph values instead
+(PyTorch's functionalization):
+
+- a write to a model's parameter or buffer (the tensor itself, its ``.data``, or the stand-in
+  a module reads while traced) is a state update of the plan, and later reads in the same
+  trace see it: the manual SGD step ``p.data.add_(-lr * p.grad)`` compiles;
+- a write to another traced tensor (not an input of the traced function) rebinds that Tensor to the new value, unless a view
+  shares it (``y = x.view(-1); y.add_(1)`` must change ``x`` too, which a rebound value
+  cannot do): that is a ``TraceError``;
+- a write of a traced value into an eager tensor made outside the trace is a ``TraceError``
+  (the plan could never change it).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .autograd import is_grad_enabled
+from .creation import rand_like, randn_like
+from .dispatch import apply
 from .executor.backends import backend_of
 from .ir.errors import GraphcError, ShapeError, TraceError
 from .ir.types import promote
 from .random import generator
 from .surface import torchsymbol
 from .tensor import Tensor
+from .tracer import current_tracer
 
 _METHOD_ONLY = dict(top=False, functional=False)
 
 
+# ---- eager writes -------------------------------------------------------------------------
 def _eager(tensor: Tensor, what: str) -> None:
-    if tensor._tracer is not None:
-        raise TraceError(f"{what} changes a tensor in place, which a compiled graph cannot record (graphc graphs "
-                         "never mutate their inputs): initialise weights before gc.compile, and inside the model "
-                         "write x = x.op(...) instead", tensor._tracer.user_location())
     if tensor._grad_fn is not None and is_grad_enabled():
         from .tracer import user_source
 
@@ -62,9 +73,78 @@ def _need_float(tensor: Tensor, what: str) -> None:
         raise GraphcError(f"{what} needs a floating-point tensor, got {tensor.dtype.name}")
 
 
+# ---- traced writes ------------------------------------------------------------------------
+def _tracer_for(tensor: Tensor, operands, what: str):
+    """The trace that records this change of ``tensor``, or None to write the array now."""
+    tracer = tensor._tracer or current_tracer()
+    if tracer is None:
+        return None
+    if tensor._tracer is not None or tracer.state_name(tensor) is not None:
+        return tracer
+    if any(isinstance(o, Tensor) and (o._tracer is not None or tracer.state_name(o)) for o in operands):
+        raise TraceError(f"{what} writes a traced value into a tensor made outside the traced computation: the "
+                         "plan could never change that tensor; build the result with tensor ops instead "
+                         "(x = gc.where(mask, value, x), gc.cat([...]))", tracer.user_location())
+    return None  # an eager scratch tensor: written now, a constant of the graph
+
+
+def _current(tracer, tensor: Tensor) -> Tensor:
+    """``tensor``'s contents at this point of the trace, as a traced Tensor."""
+    return Tensor(_value=tracer.lift(tensor, []), _tracer=tracer)
+
+
+def _commit(tracer, tensor: Tensor, new, what: str, cast: bool = False) -> Tensor:
+    """``tensor <- new`` in the trace (``new`` broadcast to its shape; ``cast``: any dtype is
+    converted, as ``copy_`` does); returns ``tensor``, as PyTorch's in-place methods do."""
+    current = _current(tracer, tensor)
+    new = new if isinstance(new, Tensor) else Tensor(_value=tracer.lift(new, [current.dtype]), _tracer=tracer)
+    if not cast and promote(current.dtype, new.dtype) is not current.dtype:
+        raise GraphcError(f"{what}: the result is {new.dtype.name}, which cannot be stored in place in a "
+                          f"{current.dtype.name} tensor (as in PyTorch); use the out-of-place form",
+                          tracer.user_location())
+    new = new.cast(current.dtype)
+    dims = current._value.type.shape
+    if new._tracer is None or new._value.type.shape != dims:
+        new = apply("broadcast_to", [new if new._tracer is not None else _current(tracer, new)],
+                    {"shape": list(dims)})
+    name = tracer.state_name(tensor)
+    if name is not None:
+        tracer.write_state(name, new._value)
+    if tensor._tracer is not None:
+        tensor._value = new._value
+    return tensor
+
+
+def _check_writable(tracer, tensor: Tensor, what: str) -> None:
+    """A traced tensor that is no parameter or buffer can be rebound to new contents unless
+    the caller's array or another tensor shares it."""
+    if tracer.state_name(tensor) is not None:
+        return
+    if any(tensor._value is v for v in tracer.graph.inputs):
+        raise TraceError(f"{what} changes an input of the traced function in place: a plan never changes the arrays "
+                         "it is given; write x = x.op(...) instead", tracer.user_location())
+    if id(tensor._value) in tracer.aliased:
+        raise TraceError(f"{what} changes a traced tensor that shares storage with another (a view, reshape, "
+                         "slice or detach of it, or what it was made from): a compiled graph cannot change both; "
+                         "write x = x.op(...) instead", tracer.user_location())
+
+
+def _in_place(tensor: Tensor, what: str, operands, traced, eager):
+    """Run an in-place method: ``traced(current)`` gives the new contents inside a trace,
+    ``eager()`` writes the array otherwise."""
+    tracer = _tracer_for(tensor, operands, what)
+    if tracer is None:
+        _eager(tensor, what)
+        return eager()
+    _check_writable(tracer, tensor, what)
+    return _commit(tracer, tensor, traced(_current(tracer, tensor)), what, cast=what in ("copy_", "fill_"))
+
+
+# ---- the methods --------------------------------------------------------------------------
 @torchsymbol(**_METHOD_ONLY)
 def normal_(input, mean=0.0, std=1.0):
-    """Fill with samples from N(mean, std**2) drawn from graphc's seeded generator; returns the tensor.
+    """Fill with samples from N(mean, std**2) drawn from graphc's seeded generator (inside a
+    compiled function: from the plan's generator, every run); returns the tensor.
 
     >>> import graphc as gc
     >>> gc.manual_seed(0)
@@ -72,11 +152,11 @@ def normal_(input, mean=0.0, std=1.0):
     >>> 0.009 < float(w.numpy().std()) < 0.011
     True
     """
-    _eager(input, "normal_")
     _need_float(input, "normal_")
     if not std >= 0:
         raise GraphcError(f"normal_ expects std >= 0, got {std}")
-    return _write(input, ..., generator().normal(mean, std, size=input.shape), "normal_")
+    return _in_place(input, "normal_", (), lambda cur: randn_like(cur) * std + mean,
+                     lambda: _write(input, ..., generator().normal(mean, std, size=input.shape), "normal_"))
 
 
 @torchsymbol(**_METHOD_ONLY)
@@ -88,11 +168,11 @@ def uniform_(input, a=0.0, b=1.0):
     >>> bool((w.numpy() >= -0.1).all() and (w.numpy() <= 0.1).all())
     True
     """
-    _eager(input, "uniform_")
     _need_float(input, "uniform_")
     if not a <= b:
         raise GraphcError(f"uniform_ expects a <= b, got a={a} > b={b}")
-    return _write(input, ..., generator().uniform(a, b, size=input.shape), "uniform_")
+    return _in_place(input, "uniform_", (), lambda cur: rand_like(cur) * (b - a) + a,
+                     lambda: _write(input, ..., generator().uniform(a, b, size=input.shape), "uniform_"))
 
 
 @torchsymbol(**_METHOD_ONLY)
@@ -103,10 +183,9 @@ def fill_(input, value):
     >>> gc.zeros(3).fill_(2.5).numpy().tolist()
     [2.5, 2.5, 2.5]
     """
-    _eager(input, "fill_")
     if isinstance(value, Tensor) and value.ndim:
         raise ShapeError(f"fill_ takes a number or a 0-d tensor, got shape {value.shape}")
-    return _write(input, ..., value, "fill_")
+    return _in_place(input, "fill_", (value,), lambda cur: value, lambda: _write(input, ..., value, "fill_"))
 
 
 @torchsymbol(**_METHOD_ONLY)
@@ -124,33 +203,63 @@ def copy_(input, src):
     >>> gc.zeros(2, 2).copy_(gc.tensor([1.0, 2.0])).numpy().tolist()
     [[1.0, 2.0], [1.0, 2.0]]
     """
-    _eager(input, "copy_")
-    return _write(input, ..., src, "copy_")
+    return _in_place(input, "copy_", (src,), lambda cur: src, lambda: _write(input, ..., src, "copy_"))
 
 
 def setitem(tensor: Tensor, index, value) -> None:
-    """``t[index] = value`` (numpy's indexing rules; bool or int tensors index too)."""
-    _eager(tensor, "t[...] = value")
+    """``t[index] = value`` (numpy's indexing rules; bool or int tensors index too). Inside a
+    trace the index must be fixed (ints, slices, eager index tensors) and the value a number
+    or a 0-d tensor: the write becomes ``where(mask, value, t)``."""
     parts = index if isinstance(index, tuple) else (index,)
-    parts = tuple(_on_backend(tensor, p) if isinstance(p, Tensor) else p for p in parts)
-    _write(tensor, parts if isinstance(index, tuple) else parts[0], value, "t[...] = value")
+    tracer = _tracer_for(tensor, (*parts, value), "t[...] = value")
+    if tracer is None:
+        _eager(tensor, "t[...] = value")
+        parts = tuple(_on_backend(tensor, p) if isinstance(p, Tensor) else p for p in parts)
+        _write(tensor, parts if isinstance(index, tuple) else parts[0], value, "t[...] = value")
+        return
+    _check_writable(tracer, tensor, "t[...] = value")
+    _commit(tracer, tensor, _traced_setitem(tracer, tensor, parts, value), "t[...] = value", cast=True)
 
 
-def _inplace(op_name: str, compute):
+def _traced_setitem(tracer, tensor: Tensor, parts: tuple, value) -> Tensor:
+    current = _current(tracer, tensor)
+    dims = current._value.type.shape
+    where = tracer.user_location()
+    if any(isinstance(p, Tensor) and (p._tracer is not None or tracer.state_name(p)) for p in parts):
+        raise TraceError("t[index] = value with a traced index cannot be compiled; use gc.where(mask, value, t)",
+                         where)
+    if not all(isinstance(d, int) for d in dims):
+        raise TraceError(f"t[index] = value on a tensor of symbolic shape {tuple(dims)} cannot be compiled; use "
+                         "gc.where(mask, value, t)", where)
+    if isinstance(value, Tensor) and value.ndim or isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value):
+        raise TraceError("t[index] = value with a tensor value cannot be compiled; write a number or a 0-d tensor, "
+                         "or build the result with gc.where / gc.cat", where)
+    mask = np.zeros(dims, dtype=bool)
+    try:
+        mask[tuple(p.numpy() if isinstance(p, Tensor) else p for p in parts)] = True
+    except (IndexError, ValueError, TypeError) as e:
+        raise ShapeError(f"t[...] = value: bad index for a tensor of shape {tuple(dims)}: {e}") from None
+    fill = value if isinstance(value, Tensor) else Tensor(np.asarray(value, current.dtype.numpy))
+    return apply("where", [Tensor(mask), fill.cast(current.dtype), current])
+
+
+def _arithmetic(op_name: str, compute):
     def method(input, *args, **kwargs):
-        _eager(input, f"{op_name}_")
-        out = compute(input, *args, **kwargs)
-        if promote(input.dtype, out.dtype) is not input.dtype:
-            raise GraphcError(f"{op_name}_: the result is {out.dtype.name}, which cannot be stored in place in a "
-                              f"{input.dtype.name} tensor (as in PyTorch); use the out-of-place {op_name}")
-        return _write(input, ..., out, f"{op_name}_")
+        def eager():
+            out = compute(input, *args, **kwargs)
+            if promote(input.dtype, out.dtype) is not input.dtype:
+                raise GraphcError(f"{op_name}_: the result is {out.dtype.name}, which cannot be stored in place in "
+                                  f"a {input.dtype.name} tensor (as in PyTorch); use the out-of-place {op_name}")
+            return _write(input, ..., out, f"{op_name}_")
+        return _in_place(input, f"{op_name}_", (*args, *kwargs.values()),
+                         lambda cur: compute(cur, *args, **kwargs), eager)
     method.__name__ = method.__qualname__ = f"{op_name}_"
     method.__doc__ = f"In-place ``{op_name}``: computes it, writes the result into the tensor, returns the tensor."
     return torchsymbol(**_METHOD_ONLY)(method)
 
 
-add_ = _inplace("add", lambda x, other, alpha=1: x + (other if alpha == 1 else other * alpha))
-sub_ = _inplace("sub", lambda x, other, alpha=1: x - (other if alpha == 1 else other * alpha))
-mul_ = _inplace("mul", lambda x, other: x * other)
-div_ = _inplace("div", lambda x, other: x / other)
-clamp_ = _inplace("clamp", lambda x, min=None, max=None: x.clamp(min, max))  # noqa: A006
+add_ = _arithmetic("add", lambda x, other, alpha=1: x + (other if alpha == 1 else other * alpha))
+sub_ = _arithmetic("sub", lambda x, other, alpha=1: x - (other if alpha == 1 else other * alpha))
+mul_ = _arithmetic("mul", lambda x, other: x * other)
+div_ = _arithmetic("div", lambda x, other: x / other)
+clamp_ = _arithmetic("clamp", lambda x, min=None, max=None: x.clamp(min, max))  # noqa: A006

@@ -134,8 +134,15 @@ def _differentiable_params(tracer, loss) -> list:
     through ops that pass gradients (``stop_gradient`` cuts the path)."""
     needed = {id(loss)}
     for node in reversed(tracer.graph.nodes):
-        if node.op != "stop_gradient" and any(id(v) in needed for v in node.outputs):
+        if not any(id(v) in needed for v in node.outputs):
+            continue
+        if node.op != "stop_gradient":
             needed.update(id(v) for v in node.inputs)
+        elif id(node.inputs[0]) in tracer.updated_params:  # its gradient would silently be lost
+            name, where = tracer.updated_params[id(node.inputs[0])]
+            raise TraceError(f"the loss reads parameter {name} after it was updated ({where}) in the same "
+                             "compiled step: the plan differentiates w.r.t. the parameters as the step began; compute "
+                             "the loss before updating them", tracer.user_location())
     out = []
     for name, value in tracer.graph.state.items():
         tensor = tracer.state_tensors.get(name)
@@ -174,9 +181,11 @@ def traced_step(optimizer, tracer) -> None:
     for group in groups:
         group["source"] = group.get("source") or where
     before = tracer.graph.value_names()
-    add_optimizer_updates(tracer.graph, grads, groups)
+    add_optimizer_updates(tracer.graph, grads, groups, current=tracer.current_state)
     for name in tracer.graph.value_names() - before:
         tracer.builder.reserve(name)
+    for name in grads:  # later reads and in-place writes (weight clipping after step()) see the update
+        tracer.write_state(name, tracer.graph.updates[name])
     meta["stepped"].append(True)
     tracer.optimizer = optimizer
 

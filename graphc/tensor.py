@@ -289,8 +289,8 @@ class Tensor:
     def __rpow__(self, o): return apply("pow", [o, self])
     def __matmul__(self, o): return apply("matmul", [self, o])
     def __rmatmul__(self, o): return apply("matmul", [o, self])
-    # x += y: in place, as PyTorch, where nothing records gradients through x; a value in a
-    # recorded (or traced) computation gets a new tensor instead, so its gradient stays right.
+    # x += y: in place, as PyTorch (inside a trace: graphc/inplace.py's rules); an eager value
+    # in a recorded computation gets a new tensor instead, so its gradient stays right.
     def __iadd__(self, o): return self._in_place("add_", "add", o)
     def __isub__(self, o): return self._in_place("sub_", "sub", o)
     def __imul__(self, o): return self._in_place("mul_", "mul", o)
@@ -299,7 +299,11 @@ class Tensor:
     def _in_place(self, method: str, op: str, other):
         from .autograd import is_grad_enabled
 
-        if self._tracer is None and not (self.requires_grad and is_grad_enabled()):
+        recording = self.requires_grad and is_grad_enabled()
+        if recording and (self._origin is not None or self._tracer is None and self.is_leaf):
+            raise GraphcError(f"a leaf tensor that requires grad is used in an in-place operation ({op}); as in "
+                              "PyTorch, update parameters inside `with gc.no_grad():` or through p.data")
+        if self._tracer is not None or not recording:
             return getattr(self, method)(other)
         return apply(op, [self, other])
 

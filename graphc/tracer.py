@@ -6,9 +6,11 @@ the module; otherwise the innermost stack frame outside the graphc package.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -49,6 +51,33 @@ def user_source() -> str | None:
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
+# The trace that owns traced actions on this thread (JAX's current trace): an op or an in-place
+# write on a model's parameter or buffer is recorded on it even when no argument is symbolic
+# (``p.data.add_(-lr * p.grad)``, ``l2 = sum(p.pow(2).sum() for p in model.parameters())``).
+_active = threading.local()
+
+# ops whose output may share storage with their first input in PyTorch (views): an in-place
+# change of either would have to change the other, which a rebound graph value cannot do
+VIEW_OPS = frozenset({"reshape", "flatten", "permute", "slice", "broadcast_to", "stop_gradient"})
+
+
+def current_tracer():
+    """The innermost trace running on this thread, or None."""
+    stack = getattr(_active, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def active(tracer):
+    """Make ``tracer`` the current trace for the duration of a ``with`` block."""
+    stack = _active.__dict__.setdefault("stack", [])
+    stack.append(tracer)
+    try:
+        yield tracer
+    finally:
+        stack.pop()
+
+
 def is_builtin_module(module) -> bool:
     return type(module).__module__.startswith("graphc.")
 
@@ -59,7 +88,11 @@ class Tracer:
     def __init__(self, name: str, root=None):
         self.graph = Graph(name)
         self.builder = Builder(self.graph)
-        self.values: dict[int, Value] = {}  # id(eager Tensor) -> state or constant Value
+        self.values: dict[int, Value] = {}  # id(eager Tensor) -> constant Value
+        self.state_by_array: dict[int, str] = {}  # id(state array) -> state name: p, p.data, views by .data
+        self.current_state: dict[str, Value] = {}  # state name -> its value now (after in-place writes)
+        self.updated_params: dict[int, tuple] = {}  # id(value written to a param) -> (name, where)
+        self.aliased: set = set()  # ids of values made by, or read by, a view op (VIEW_OPS)
         self.keep_alive: list = []  # lifted tensors stay referenced so their ids stay unique
         self.state_arrays: dict[str, np.ndarray] = {}
         self.state_tensors: dict = {}  # state name -> the eager Parameter or buffer it stands for
@@ -80,7 +113,8 @@ class Tracer:
             value = Value(name, TensorType(tensor.array.shape, DType.from_any(tensor.array.dtype)))
             self.graph.add_state(value, role)
             self.builder.reserve(name)
-            self.values[id(tensor)] = value
+            self.state_by_array[id(tensor.array)] = name
+            self.current_state[name] = value
             self.state_arrays[name] = tensor.array
             self.state_tensors[name] = tensor
 
@@ -116,6 +150,9 @@ class Tracer:
         from .tensor import Tensor
 
         if isinstance(x, Tensor):
+            name = self.state_name(x)
+            if name is not None:  # a parameter or buffer, as the step's in-place writes left it
+                return self.current_state[name]
             if x._tracer is self:
                 return x._value
             if x._tracer is not None:
@@ -153,6 +190,8 @@ class Tracer:
             raise e.located(describe_location(meta)) from None
         if not grad_mode:
             self.no_grad_values.update(id(v) for v in outputs)
+        if op in VIEW_OPS:
+            self.aliased.update([id(inputs[0]), *(id(v) for v in outputs)])
         tensors = tuple(Tensor(_value=v, _tracer=self) for v in outputs)
         return tensors[0] if len(tensors) == 1 else tensors
 
@@ -170,16 +209,36 @@ class Tracer:
         stand_in.requires_grad = tensor.requires_grad
         return stand_in
 
+    # ---- state: parameters and buffers ------------------------------------------------
+    def state_name(self, tensor) -> str | None:
+        """The parameter or buffer ``tensor`` is in this trace: the eager tensor itself or any
+        tensor sharing its array (``p.data``), or a traced stand-in for one; else None."""
+        if tensor._tracer is None:
+            return self.state_by_array.get(id(tensor.array)) if tensor.array is not None else None
+        if tensor._tracer is self and tensor._origin is not None:
+            return self.state_name(tensor._origin)
+        return None
+
     def assign(self, target, new) -> None:
         """Record ``target <- new`` for a buffer (running stats): a graph update."""
-        value = target._value if target._tracer is self else self.values.get(id(target))
-        if value is None or self.graph.state.get(value.name) is not value:
+        name = self.state_name(target)
+        if name is None:
             raise TraceError("only registered buffers can be updated inside a traced model", self.user_location())
-        new_value = self.lift(new, [value.type.dtype])
-        if new_value.type != value.type:
-            raise TraceError(f"update of {value.name} has type {new_value.type}, buffer is {value.type}",
+        self.write_state(name, self.lift(new, [self.graph.state[name].type.dtype]))
+
+    def write_state(self, name: str, new: Value) -> None:
+        """``name <- new`` at this point of the step: the plan's update of that state, and what
+        later reads in the trace see. The new value carries no gradient (PyTorch allows such
+        writes to a parameter only under no_grad or through ``.data``)."""
+        old = self.graph.state[name]
+        if new.type != old.type:
+            raise TraceError(f"in-place update of {name} makes a {new.type} value; {name} is {old.type}",
                              self.user_location())
-        self.graph.updates[value.name] = new_value
+        self.graph.updates[name] = new
+        self.current_state[name] = new
+        self.no_grad_values.add(id(new))
+        if self.graph.state_roles[name] == "param":
+            self.updated_params[id(new)] = (name, self.user_location())
 
     def current_meta(self) -> dict:
         meta = {}

@@ -112,10 +112,12 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     example = numeric_example(verify, example_inputs, tracer.state_arrays, rates)
     graph = run_pipeline(graph, "step" if stepped else "inference", passes, run_graph_node, verify, skip,
                          example=example)
-    if optimizer is not None:
+    # a step that updates parameters (an optimizer, or by hand: p.data.add_(...)) is a training plan
+    trains = optimizer is not None or any(graph.state_roles[name] == "param" for name in graph.updates)
+    if trains:
         graph.meta["returns"] = "all"
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(),
-                kind="training" if optimizer is not None else "inference",
+                kind="training" if trains else "inference",
                 param_groups=optimizer.param_groups if optimizer is not None else None, memory_budget=memory_budget)
     if optimizer is not None:
         _attach(optimizer, plan, tracer)

@@ -35,9 +35,11 @@ def append_optimizer(graph: Graph, grads: dict, groups: list) -> Graph:
     return out
 
 
-def add_optimizer_updates(out: Graph, grads: dict, groups: list, step_per_param: bool = False) -> None:
+def add_optimizer_updates(out: Graph, grads: dict, groups: list, step_per_param: bool = False,
+                          current: dict | None = None) -> None:
     """What :func:`append_optimizer` adds, added to ``out`` itself: a traced ``optimizer.step()``
-    appends to the graph being traced; the pass works on a copy.
+    appends to the graph being traced; the pass works on a copy. ``current``: a parameter's
+    value where the step function changed it in place before ``step()`` (default: its state).
 
     A plan updates the same parameters every step, so one ``optim.step`` counts for all. The
     eager ``step()`` skips parameters whose ``.grad`` is None, so it counts per parameter
@@ -63,7 +65,7 @@ def add_optimizer_updates(out: Graph, grads: dict, groups: list, step_per_param:
                 b.meta["source"] = group["source"]
             if shared is None:
                 ctx = _GroupContext(b, out, lr, *_add_step(out, b, f"optim.{pname}.step"), group["hyper"])
-            out.updates[pname] = update(ctx, pname, out.state[pname], grad)
+            out.updates[pname] = update(ctx, pname, (current or {}).get(pname, out.state[pname]), grad)
     out.meta["hyper_inputs"] = hyper_inputs
     out.meta["optimizer"] = [{"kind": g["kind"], "params": list(g["params"]), "hyper": dict(g["hyper"])}
                              for g in groups]

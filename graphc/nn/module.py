@@ -5,7 +5,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ..ir.errors import GraphcError, ShapeError
+from ..ir.errors import GraphcError, ShapeError, TraceError
 from ..tensor import Tensor
 from ..executor.backends import backend_of
 from ..tracer import user_source
@@ -81,6 +81,9 @@ class Module:
         elif isinstance(value, Module):
             self.add_module(name, value)
         elif name in self._buffers:
+            if isinstance(value, Tensor) and value._tracer is not None:
+                self._assign_traced_buffer(name, value)
+                return
             self._buffers[name] = value if value is None or isinstance(value, Tensor) else Tensor(np.asarray(value))
         elif name in self._parameters or name in self._modules:
             if value is not None:
@@ -89,6 +92,17 @@ class Module:
             (self._parameters if name in self._parameters else self._modules)[name] = None
         else:
             object.__setattr__(self, name, value)
+
+    def _assign_traced_buffer(self, name: str, value: Tensor) -> None:
+        """``self.buf = <traced value>`` in a traced forward (or ``self.buf += x``): the plan's
+        update of that buffer, as PyTorch's rebinding is; the module keeps its own array."""
+        buffer, tracer = self._buffers[name], value._tracer
+        target = tracer.state_name(buffer) if buffer is not None else None
+        if target is None:
+            raise TraceError(f"{type(self).__name__}.{name} = <traced value>: only a buffer of the traced model can be "
+                             "updated inside it", tracer.user_location())
+        if tracer.state_name(value) != target:  # ``self.buf += x`` already wrote it (and returns its stand-in)
+            tracer.assign(buffer, value)
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers", "_modules"):
