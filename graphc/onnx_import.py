@@ -4,10 +4,11 @@ The file is read once, size-checked before the protobuf is parsed, and every ten
 checked before it becomes an array: a tensor whose declared size does not match the bytes it
 carries is refused before anything is allocated, and external data (``model.onnx.data``, as
 ``torch.onnx.export`` writes it) is read only from the model's own folder, with every
-location, offset and length checked first (``onnx_external``). Each ONNX node then becomes graphc ops through its reader in
-``onnx_readers.READERS``; shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) is
-evaluated while importing, so the plan holds only tensor ops. The usual inference passes
-then run (BN folding, constant folding, the Linear/Conv + ReLU fusions).
+location, offset and length checked first (``onnx_external``). Each ONNX node then becomes
+graphc ops through its reader in ``onnx_readers.READERS``; shape arithmetic (``Shape ->
+Gather -> Concat -> Reshape``) is evaluated while importing, so the plan holds only tensor
+ops. The usual inference passes then run (BN folding, constant folding, the Linear/Conv +
+ReLU fusions).
 """
 from __future__ import annotations
 

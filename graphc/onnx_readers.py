@@ -14,124 +14,8 @@ import math
 import numpy as np
 
 from .ir.graph import Value
-from .ir.types import DType
-from .onnx_import import _NUMPY_DTYPES
+from .onnx_elementwise_readers import ELEMENTWISE_READERS, scalar
 from .onnx_shape_readers import SHAPE_READERS, _axes, _known, _rank, _shape
-
-# ---- elementwise ----------------------------------------------------------------------------
-def _int_div(a, b):
-    return np.trunc(np.divide(a, b)).astype(np.result_type(a, b))  # ONNX integer Div truncates
-
-
-_NUMPY_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "pow": np.power, "eq": np.equal,
-                 "lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal,
-                 "maximum": np.maximum, "minimum": np.minimum}
-
-
-def _binary(op: str):
-    def read(r, args):
-        a, b = args
-        if _known(a, b):  # shape arithmetic, done now
-            if np.asarray(a).dtype == object or np.asarray(b).dtype == object:
-                raise r.error(f"{op} on a shape that holds the batch dim; graphc keeps such shapes symbolic "
-                              "only through Shape, Gather, Concat, Unsqueeze and Reshape")
-            r.allow(np.broadcast_shapes(np.shape(a), np.shape(b)), np.result_type(a, b), op)
-            if op == "div":
-                return [_int_div(a, b) if np.asarray(a).dtype.kind in "iu" else np.divide(a, b)]
-            return [_NUMPY_BINARY[op](a, b)]
-        return [r.emit(op, [a, b])]
-    return read
-
-
-def _variadic(op: str):
-    def read(r, args):
-        out = args[0]
-        for other in args[1:]:
-            out = _binary(op)(r, [out, other])[0]
-        return [out]
-    return read
-
-
-def _unary(op: str):
-    return lambda r, args: [r.emit(op, args[:1])]
-
-
-def _identity(r, args):
-    return [args[0]]
-
-
-def _dropout(r, args):
-    if len(args) > 2 and args[2] is not None and bool(np.asarray(r.static(args[2], "training_mode"))):
-        raise r.error("Dropout in training mode: an imported model is an inference plan")
-    return [args[0]]
-
-
-def _scalar(r, x, value) -> np.ndarray:
-    return np.asarray(value, dtype=r.value(x).type.dtype.numpy)
-
-
-def _reciprocal(r, args):
-    return [r.emit("div", [_scalar(r, args[0], 1.0), args[0]])]  # with a Sqrt before it, fuse_rsqrt makes rsqrt
-
-
-def _leaky_relu(r, args):
-    return [r.emit("leaky_relu", args[:1], {"negative_slope": float(r.attrs().get("alpha", 0.01))})]
-
-
-def _hard_sigmoid(r, x, alpha: float, beta: float) -> Value:
-    scaled = r.emit("add", [r.emit("mul", [x, _scalar(r, x, alpha)]), _scalar(r, x, beta)])
-    return r.emit("hardtanh", [scaled], {"min_val": 0.0, "max_val": 1.0})
-
-
-def _hardsigmoid_reader(r, args):
-    a = r.attrs()
-    return [_hard_sigmoid(r, args[0], float(a.get("alpha", 0.2)), float(a.get("beta", 0.5)))]
-
-
-def _hardswish(r, args):
-    return [r.emit("mul", [args[0], _hard_sigmoid(r, args[0], 1 / 6, 0.5)])]
-
-
-def _gelu(r, args):
-    x = args[0]
-    if r.attrs().get("approximate", "none") == "tanh":
-        inner = r.emit("add", [x, r.emit("mul", [_scalar(r, x, 0.044715), r.emit("pow", [x, _scalar(r, x, 3.0)])])])
-        gate = r.emit("tanh", [r.emit("mul", [inner, _scalar(r, x, math.sqrt(2 / math.pi))])])
-    else:
-        gate = r.emit("erf", [r.emit("mul", [x, _scalar(r, x, 1 / math.sqrt(2))])])
-    half = r.emit("mul", [x, _scalar(r, x, 0.5)])
-    return [r.emit("mul", [half, r.emit("add", [gate, _scalar(r, x, 1.0)])])]
-
-
-def _clip(r, args):
-    x, low, high = (list(args) + [None, None])[:3]
-    a = r.attrs()
-    low = float(r.static(low, "Clip's min")) if low is not None else a.get("min")
-    high = float(r.static(high, "Clip's max")) if high is not None else a.get("max")
-    if low is not None and high is not None:
-        return [r.emit("hardtanh", [x], {"min_val": float(low), "max_val": float(high)})]
-    if low is not None:
-        return [r.emit("maximum", [x, _scalar(r, x, low)])]
-    return [r.emit("minimum", [x, _scalar(r, x, high)])] if high is not None else [x]
-
-
-def _where(r, args):
-    if _known(*args):
-        r.allow(np.broadcast_shapes(*(np.shape(a) for a in args)), np.result_type(*args[1:]), "Where")
-        return [np.where(*args)]
-    return [r.emit("where", args)]
-
-
-def _cast(r, args):
-    to = r.attrs()["to"]
-    dtype = _NUMPY_DTYPES.get(to)
-    if dtype is None:
-        raise r.error(f"Cast to ONNX element type {to}, which graphc cannot hold")
-    x = args[0]
-    if _known(x):
-        return [x if np.asarray(x).dtype == object else np.asarray(x).astype(dtype)]
-    return [r.emit("cast", [x], {"dtype": DType.from_any(np.dtype(dtype)).name})]
-
 
 # ---- linear algebra, convolution, normalization --------------------------------------------------
 def _matmul(r, args):
@@ -165,10 +49,10 @@ def _gemm(r, args):
         return [r.emit("linear", [a, weight, *bias])]
     product = r.emit("matmul", [a, _transposed(r, b) if attrs.get("transB", 0) else b])
     if alpha != 1.0:
-        product = r.emit("mul", [product, _scalar(r, product, alpha)])
+        product = r.emit("mul", [product, scalar(r, product, alpha)])
     if c is None:
         return [product]
-    return [r.emit("add", [product, r.emit("mul", [c, _scalar(r, product, beta)]) if beta != 1.0 else c])]
+    return [r.emit("add", [product, r.emit("mul", [c, scalar(r, product, beta)]) if beta != 1.0 else c])]
 
 
 def _same_pads(r, attrs: dict, spatial: tuple, kernel: list, strides: list, dilations: list) -> list:
@@ -272,7 +156,7 @@ def _normalize(r, x, dims: list, eps: float) -> Value:
     """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance, as every norm layer)."""
     centered = r.emit("sub", [x, r.emit("mean", [x], {"dims": dims, "keepdim": True})])
     var = r.emit("mean", [r.emit("mul", [centered, centered])], {"dims": dims, "keepdim": True})
-    return r.emit("mul", [centered, r.emit("rsqrt", [r.emit("add", [var, _scalar(r, x, eps)])])])
+    return r.emit("mul", [centered, r.emit("rsqrt", [r.emit("add", [var, scalar(r, x, eps)])])])
 
 
 def _layer_norm(r, args):
@@ -306,15 +190,47 @@ def _softmax(op: str):
 def _reduce(op: str, axes_input_from: int):
     def read(r, args):
         attrs = r.attrs()
-        rank = _rank(args[0])
+        x, rank = args[0], _rank(args[0])
         axes = _axes(r, args, 1, attrs, rank) if r.opset >= axes_input_from else attrs.get("axes")
         if axes is None or axes == []:
             if attrs.get("noop_with_empty_axes", 0):
-                return [args[0]]
+                return [x]
             axes = list(range(rank))
-        dims = [int(a) % rank for a in axes]
-        return [r.emit(op, args[:1], {"dims": dims, "keepdim": bool(attrs.get("keepdims", 1))})]
+        dims = sorted({int(a) % rank for a in axes})
+        keepdim = bool(attrs.get("keepdims", 1))
+        if op == "max" and any(_shape(x)[d] == 0 for d in dims):
+            return [_max_of_nothing(r, x, dims, keepdim)]
+        if op == "mean" and np.dtype(r.value(x).type.dtype.numpy).kind in "iu":
+            return [_integer_mean(r, x, dims, keepdim)]
+        return [r.emit(op, [x], {"dims": dims, "keepdim": keepdim})]
     return read
+
+
+def _reduced_shape(x, dims: list, keepdim: bool) -> list:
+    return [1 if i in dims else d for i, d in enumerate(_shape(x)) if keepdim or i not in dims]
+
+
+def _max_of_nothing(r, x, dims: list, keepdim: bool) -> Value:
+    """ReduceMax over an empty axis: the identity of max (-inf, the least integer, False), as
+    onnx's reference and onnxruntime give; numpy and PyTorch refuse the reduction instead."""
+    dtype = np.dtype(r.value(x).type.dtype.numpy)
+    least = -np.inf if dtype.kind == "f" else 0.0 if dtype == np.bool_ else float(np.iinfo(dtype).min)
+    return r.emit("full", [], {"shape": _reduced_shape(x, dims, keepdim), "value": least,
+                               "dtype": r.value(x).type.dtype.name})
+
+
+def _integer_mean(r, x, dims: list, keepdim: bool) -> Value:
+    """ReduceMean of integers stays integer: the sum divided by the count, truncated toward zero
+    (onnxruntime's integer division; graphc's ``mean`` takes floats only, as PyTorch's)."""
+    count = 1
+    for d in dims:
+        if not isinstance(_shape(x)[d], int):
+            raise r.error("ReduceMean of an integer tensor over the batch dim; graphc divides by a static count")
+        count *= _shape(x)[d]
+    if count == 0:
+        raise r.error("ReduceMean of an integer tensor over an empty axis has no value")
+    total = r.emit("sum", [x], {"dims": dims, "keepdim": keepdim})
+    return r.emit("div", [total, scalar(r, x, count)], {"rounding_mode": "trunc"})
 
 
 def _argmax(r, args):
@@ -325,16 +241,8 @@ def _argmax(r, args):
 
 
 READERS = {
-    **SHAPE_READERS,
-    "Add": _binary("add"), "Sub": _binary("sub"), "Mul": _binary("mul"), "Div": _binary("div"),
-    "Pow": _binary("pow"), "Equal": _binary("eq"), "Less": _binary("lt"), "Greater": _binary("gt"),
-    "LessOrEqual": _binary("le"), "GreaterOrEqual": _binary("ge"), "Max": _variadic("maximum"),
-    "Min": _variadic("minimum"), "Sum": _variadic("add"), "Where": _where, "Not": _unary("logical_not"),
-    "Relu": _unary("relu"), "Sigmoid": _unary("sigmoid"), "Tanh": _unary("tanh"), "Exp": _unary("exp"),
-    "Log": _unary("log"), "Sqrt": _unary("sqrt"), "Neg": _unary("neg"), "Abs": _unary("abs"), "Erf": _unary("erf"),
-    "Sign": _unary("sign"), "Reciprocal": _reciprocal, "Identity": _identity, "Dropout": _dropout, "Cast": _cast,
-    "LeakyRelu": _leaky_relu, "HardSigmoid": _hardsigmoid_reader, "HardSwish": _hardswish, "Gelu": _gelu,
-    "Clip": _clip, "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "MaxPool": _pool("max_pool2d"),
+    **SHAPE_READERS, **ELEMENTWISE_READERS,
+    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "MaxPool": _pool("max_pool2d"),
     "AveragePool": _pool("avg_pool2d"), "GlobalAveragePool": _global_avg_pool, "GlobalMaxPool": _global_max_pool,
     "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
     "InstanceNormalization": _instance_norm, "Softmax": _softmax("softmax"),

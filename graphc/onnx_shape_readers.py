@@ -88,7 +88,10 @@ def _reshape(r, args):
 
 def _flatten(r, args):
     x, shape = args[0], _shape(args[0])
-    axis = int(r.attrs().get("axis", 1)) % (len(shape) + 1) if shape else 0
+    axis = int(r.attrs().get("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise r.error(f"Flatten axis {axis} of a rank-{len(shape)} input; ONNX allows {-len(shape)} to {len(shape)}")
+    axis = axis + len(shape) if axis < 0 else axis  # -1 splits off the last dim (x % (rank + 1) was one off)
     target = [numel(shape[:axis]), numel(shape[axis:])]
     if _known(x):
         return [np.reshape(x, target)]
