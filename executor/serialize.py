@@ -246,6 +246,7 @@ def decode_tensors(count: int, records, expected: dict, data: memoryview | None 
         if tuple(shape) != want.shape or DTYPES[dtype] is not want.dtype:
             fail(f"tensor {show(name)} is {dtype}{shape}, the graph says {want}")
         np_dtype = DTYPES[dtype].numpy.newbyteorder("<")
+        _one_byte_source(rec, name, placer is not None)
         if placer is not None:
             array = placer.view(rec, name, np_dtype, shape, count * np_dtype.itemsize)
         else:
@@ -259,6 +260,18 @@ def decode_tensors(count: int, records, expected: dict, data: memoryview | None 
     if placer is not None:
         placer.finish()
     return arrays
+
+
+def _one_byte_source(rec: dict, name: str, has_section: bool) -> None:
+    """A record's bytes are in the data section (1.3: ``offset``, ``nbytes``) or inline (1.0 to
+    1.2: ``data``), never both: a loader that read one and ignored the other would let two
+    readers of the same file see different weights."""
+    if has_section and "data" in rec:
+        fail(f"tensor {show(name)} has inline 'data' in a file with a data section: a record's bytes are in one "
+             f"place, since format 1.3 the data section (at 'offset'), so two sources of bytes are refused")
+    if not has_section and ("offset" in rec or "nbytes" in rec):
+        fail(f"tensor {show(name)} has an offset, but the file has no data section (before format 1.3, a "
+             f"record holds its bytes in 'data')")
 
 
 def load_plan(path, device="cpu", memory_budget=None):

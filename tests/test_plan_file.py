@@ -1021,6 +1021,14 @@ def test_lying_tensor_records(name):
     refuse(_tensor_case(TENSOR_CASES[name]))
 
 
+@pytest.mark.parametrize("extra", [{"offset": 0, "nbytes": 144}, {"offset": 0}, {"nbytes": 144}])
+def test_inline_data_and_an_offset_are_two_sources_of_bytes(extra):
+    """A 1.0 file's record holds its bytes in ``data``; one that also points into a data section
+    (which the file does not have) loaded before, the offset ignored (issue 29)."""
+    assert len(golden_body()["tensors"][0]["data"]) == 144
+    refuse(_tensor_case(_set(0, **extra)), "has an offset, but the file has no data section")
+
+
 def test_tensors_not_a_list():
     body = golden_body()
     body["tensors"] = {t["name"]: t for t in body["tensors"]}

@@ -322,7 +322,14 @@ def _hostile_cases(data: bytes) -> dict:
         "offset missing": (rebuild(data, lambda b: b["tensors"][0].pop("offset")), "offset should be"),
         "nbytes missing": (rebuild(data, lambda b: b["tensors"][0].pop("nbytes")), "nbytes should be"),
         "bytes inline instead of an offset": (rebuild(data, lambda b: b["tensors"][0].update(
-            data=section[:first["nbytes"]], offset=None)), "offset should be"),
+            data=section[:first["nbytes"]], offset=None)), "has inline 'data' in a file with a data section"),
+        # two sources of bytes (issue 29): the same bytes in both places, or different ones; both
+        # loaded before, the inline copy silently ignored
+        "an offset and the same bytes inline": (rebuild(data, _set(0, data=section[:first["nbytes"]])),
+                                                "two sources of bytes are refused"),
+        "an offset and other bytes inline": (rebuild(data, _set(0, data=bytes(first["nbytes"]))),
+                                             "two sources of bytes are refused"),
+        "an offset and an empty inline blob": (rebuild(data, _set(1, data=b"")), "two sources of bytes"),
         "truncated data section": (data[:-1], "truncated file"),
         "data section cut at the header": (data[:len(data) - len(section)], "truncated file"),
         "trailing bytes": (data + b"\x00", "trailing bytes after the data section"),
