@@ -190,6 +190,10 @@ class Fields:
             return default
         return unpack(self.raw(key), self.limits[key], f"{self.what}.{key}")
 
+    def length(self, key: str) -> int:
+        """How many entries the list field ``key`` holds, read from its header (nothing is unpacked)."""
+        return _header(self.raw(key), 0, _ARRAY_HEADERS, f"{self.what}.{key}", "a list")[0]
+
     def fields(self, key: str) -> Fields:
         return Fields(self.raw(key), key, self.limits[key])
 
