@@ -35,17 +35,18 @@ class Program:
         exceed, checked before anything is allocated. ``allocate=False`` plans without
         allocating the arena (for reports); such a program cannot run."""
         self.batch, self.nodes, self.backend, self.planned = batch, graph.nodes, backend, planned
+        self._bind = bind = _binder(batch)
         if budget is not None:
-            _check_values(graph, batch, budget)
+            _check_values(graph, bind, batch, budget)
         self.slots: dict[int, int] = {}
         self.types: list = []
         for v in [*graph.inputs, *graph.state.values(), *graph.constants.values()]:
-            self._slot(v, batch)
+            self._slot(v)
         self.input_slots = [self.slots[id(v)] for v in graph.inputs]
         runs, specs = [], []
         for node in graph.nodes:
-            spec = KernelSpec(node.attrs, tuple(v.type.bind(batch) for v in node.inputs),
-                              tuple(v.type.bind(batch) for v in node.outputs), rng)
+            spec = KernelSpec(node.attrs, tuple(bind(v.type) for v in node.inputs),
+                              tuple(bind(v.type) for v in node.outputs), rng)
             try:
                 runs.append(as_kernel(backend.kernels[node.op](spec)))
             except GraphcError as e:
@@ -54,7 +55,7 @@ class Program:
                 raise GraphcError(f"cannot prepare kernel {node.op!r}: {e}", node.location()) from e
             specs.append(spec)
             for v in node.outputs:
-                self._slot(v, batch)
+                self._slot(v)
         self.runs = runs  # the specialised kernels, for tools that step through nodes
         self.template = [None] * len(self.types)
         for name, v in graph.state.items():
@@ -69,10 +70,10 @@ class Program:
             return
         self.steps = [self._make_step(run, node, i) for i, (run, node) in enumerate(zip(runs, graph.nodes))]
 
-    def _slot(self, value, batch):
+    def _slot(self, value):
         if id(value) not in self.slots:
             self.slots[id(value)] = len(self.types)
-            self.types.append(value.type.bind(batch))
+            self.types.append(self._bind(value.type))
         return self.slots[id(value)]
 
     # ---- memory planning ------------------------------------------------------------
@@ -214,10 +215,23 @@ class Program:
         return [env[s] for s in self.output_slots]
 
 
-def _check_values(graph: Graph, batch: int, budget: int) -> None:
+def _binder(batch: int):
+    """``type -> the type bound at batch``, binding each distinct type once: a plan's values share
+    few types, and binding (parsing symbolic dims, building a type) dominated long plans' builds."""
+    bound: dict = {}
+
+    def bind(tensor_type):
+        concrete = bound.get(tensor_type)
+        if concrete is None:
+            concrete = bound[tensor_type] = tensor_type.bind(batch)
+        return concrete
+    return bind
+
+
+def _check_values(graph: Graph, bind, batch: int, budget: int) -> None:
     """Refuse any single value over the budget before a kernel or the arena allocates."""
     for node in graph.nodes:
         for v in node.outputs:
-            nbytes = value_bytes(v.type.bind(batch))
+            nbytes = value_bytes(bind(v.type))
             if nbytes > budget:
                 refuse(f"{node.op} output %{v.name} {v.type}", nbytes, budget, batch, node.location())
