@@ -120,7 +120,7 @@ def _check_writable(tracer, tensor: Tensor, what: str) -> None:
     the caller's array or another tensor shares it."""
     if tracer.state_name(tensor) is not None:
         return
-    if any(tensor._value is v for v in tracer.graph.inputs):
+    if id(tensor._value) in tracer.arguments:
         raise TraceError(f"{what} changes an input of the traced function in place: a plan never changes the arrays "
                          "it is given; write x = x.op(...) instead", tracer.user_location())
     if id(tensor._value) in tracer.aliased:

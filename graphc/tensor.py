@@ -39,15 +39,18 @@ class Tensor:
         self._tracer = _tracer
 
     @property
-    def data(self):
-        """The backing array of an eager tensor (``nn.Parameter.data`` is instead a Tensor
-        sharing it, as PyTorch's ``.data`` is; see docs/design-notes.md). Assigning rebinds it.
+    def data(self) -> "Tensor":
+        """A Tensor sharing this tensor's array, outside gradient recording (PyTorch's
+        ``.data``): in-place methods on it change this tensor (``p.grad.data.zero_()``). Of a
+        traced tensor, itself. Assigning rebinds this tensor to the new array (``t.array`` is
+        the array itself).
 
         >>> import graphc as gc
-        >>> type(gc.zeros(2).data).__name__
-        'ndarray'
+        >>> t = gc.zeros(2)
+        >>> t.data.fill_(1.0) is not t, t.numpy().tolist()
+        (True, [1.0, 1.0])
         """
-        return self.array if self._tracer is None else self
+        return self if self._tracer is not None else Tensor(self.array)
 
     @data.setter
     def data(self, value):

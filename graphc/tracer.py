@@ -93,6 +93,7 @@ class Tracer:
         self.current_state: dict[str, Value] = {}  # state name -> its value now (after in-place writes)
         self.updated_params: dict[int, tuple] = {}  # id(value written to a param) -> (name, where)
         self.aliased: set = set()  # ids of values made by, or read by, a view op (VIEW_OPS)
+        self.arguments: set = set()  # ids of the traced function's inputs (the caller's arrays)
         self.keep_alive: list = []  # lifted tensors stay referenced so their ids stay unique
         self.state_arrays: dict[str, np.ndarray] = {}
         self.state_tensors: dict = {}  # state name -> the eager Parameter or buffer it stands for
@@ -127,6 +128,7 @@ class Tracer:
             shape = (BATCH,) + shape[1:]
         value = self.graph.add_input(Value(self.graph.unique_name(name), TensorType(shape, DType.from_any(array.dtype))))
         self.builder.reserve(value.name)
+        self.arguments.add(id(value))
         return Tensor(_value=value, _tracer=self)
 
     def example_shape(self, ttype: TensorType) -> tuple:

@@ -62,7 +62,15 @@ def _update_copy(model):
             p.copy_(p - LR * p.grad)
 
 
-@pytest.mark.parametrize("update", [_update_data_add, _update_alpha, _update_no_grad, _update_copy])
+def _update_tutorial(model):
+    """The old PyTorch tutorials' loop: assign through ``.data`` and zero the gradient by hand."""
+    for p in model.parameters():
+        p.data -= LR * p.grad.data
+        p.grad.data.zero_()
+
+
+@pytest.mark.parametrize("update", [_update_data_add, _update_alpha, _update_no_grad, _update_copy,
+                                    _update_tutorial])
 def test_manual_sgd_compiled_matches_eager_step_for_step(update):
     eager_model, model = _model(), _model()
 

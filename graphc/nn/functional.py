@@ -143,7 +143,7 @@ def assign(target: Tensor, new: Tensor) -> None:
     elif target._tracer is not None:
         target._tracer.assign(target, new)
     else:
-        np.copyto(target.data, new.data if isinstance(new, Tensor) else new, casting="unsafe")
+        np.copyto(target.array, new.array if isinstance(new, Tensor) else new, casting="unsafe")
 
 
 def one_hot(tensor, num_classes: int, dtype="float32"):

@@ -34,15 +34,6 @@ class Parameter(Tensor):
         super().__init__(np.require(array, requirements="C"))  # ascontiguousarray makes 0-d into 1-d
         self.requires_grad = requires_grad
 
-    @property
-    def data(self) -> Tensor:
-        """A plain Tensor sharing this parameter's array: in-place methods on it change the parameter."""
-        return Tensor(self.array)
-
-    @data.setter
-    def data(self, value):  # PyTorch's ``p.data = t`` rebinds the parameter to t's storage
-        self.array = value.array if isinstance(value, Tensor) else value
-
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
