@@ -346,3 +346,40 @@ def test_a_non_finite_manual_step_changes_nothing():
     with pytest.raises(gc.NonFiniteError):
         step(x, np.full_like(y, np.inf))
     _assert_same(_weights(model), before, rtol=0)
+
+
+def test_manual_sgd_matches_pytorch(torch_ref):
+    """PyTorch as the oracle: the same manual loop (``p.data.add_(p.grad, alpha=-lr)``) in
+    float64, four steps, losses and final weights."""
+    model = _model()
+    init = _weights(model)
+    data = _data()
+
+    def compute():
+        import torch
+
+        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).double()
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in init.items()})
+        losses = []
+        for x, y in data:
+            net.zero_grad()
+            loss = torch.nn.functional.smooth_l1_loss(net(torch.from_numpy(x)), torch.from_numpy(y))
+            loss.backward()
+            for p in net.parameters():
+                p.data.add_(p.grad, alpha=-LR)
+            losses.append(loss.item())
+        return {"losses": np.array(losses), **{k: v.detach().numpy() for k, v in net.state_dict().items()}}
+
+    ref = torch_ref({"init": init, "data": data}, compute)
+
+    def train_step(x, y):
+        model.zero_grad()
+        loss = F.smooth_l1_loss(model(x), y)
+        loss.backward()
+        _update_alpha(model)
+        return loss
+
+    step = gc.compile(train_step, example_inputs=data[0])
+    losses = [float(step(x, y)) for x, y in data]
+    np.testing.assert_allclose(losses, ref["losses"], rtol=RTOL)
+    _assert_same(_weights(model), {k: ref[k] for k in init})
