@@ -1,7 +1,8 @@
 """``nn.utils``: gradient clipping with PyTorch's formulas, eager and inside compiled steps.
 
-They read and rewrite ``p.grad``: eagerly in place (as PyTorch), inside a function being
-compiled as new graph values, so the clipped gradients are what ``optimizer.step()`` records.
+They rewrite ``p.grad`` in place, as PyTorch; inside a function being compiled the in-place
+write rebinds the traced gradient (graphc/inplace.py), so the clipped gradients are what
+``optimizer.step()`` records.
 """
 from __future__ import annotations
 
@@ -18,10 +19,7 @@ def _with_grads(parameters) -> list:
 
 
 def _scale(p, factor) -> None:
-    if p.grad._tracer is not None:
-        p.grad = p.grad * factor  # a traced gradient is a graph value: the update reads the new one
-    else:
-        p.grad.mul_(factor)
+    p.grad.mul_(factor)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
