@@ -48,11 +48,17 @@ def _gemm(r, args):
         bias = [] if c is None else [c if np.shape(c) == (out_features,) else np.reshape(c, (out_features,))]
         return [r.emit("linear", [a, weight, *bias])]
     product = r.emit("matmul", [a, _transposed(r, b) if attrs.get("transB", 0) else b])
+    integer = product.type.dtype if not product.type.dtype.is_float else None
+    if integer is not None and not (alpha.is_integer() and beta.is_integer()):
+        # onnx's reference scales integer products by the float attrs in float64, then truncates
+        product, c = (None if v is None else r.emit("cast", [v], {"dtype": "float64"}) for v in (product, c))
     if alpha != 1.0:
         product = r.emit("mul", [product, scalar(r, product, alpha)])
-    if c is None:
-        return [product]
-    return [r.emit("add", [product, r.emit("mul", [c, scalar(r, product, beta)]) if beta != 1.0 else c])]
+    if c is not None:
+        product = r.emit("add", [product, r.emit("mul", [c, scalar(r, product, beta)]) if beta != 1.0 else c])
+    if integer is not None and product.type.dtype != integer:
+        product = r.emit("cast", [product], {"dtype": integer.name})
+    return [product]
 
 
 def _same_pads(r, attrs: dict, spatial: tuple, kernel: list, strides: list, dilations: list) -> list:

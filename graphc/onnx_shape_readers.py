@@ -65,6 +65,8 @@ def _constant_of_shape(r, args):
     if all(isinstance(d, int) for d in shape):
         r.allow(shape, np.asarray(fill).dtype, "ConstantOfShape")
         return [np.full(shape, fill)]
+    if float(fill) != np.asarray(fill).item():  # an int64 past 2**53 (compared as Python numbers, exactly): full's value is a float, so broadcast the exact one
+        return [r.emit("broadcast_to", [np.asarray(fill)], {"shape": shape})]
     dtype = DType.from_any(np.asarray(fill).dtype)
     return [r.emit("full", [], {"shape": shape, "value": float(fill), "dtype": dtype.name})]
 

@@ -123,6 +123,8 @@ CASES = [
     Case("matmul_empty", "MatMul", [np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)]),
     Case("gemm_int", "Gemm", [INTS, np.arange(12, dtype=np.int64).reshape(4, 3) - 5, i64(1, 2, 3, 4)],
          {"transB": 1}, opset=13),
+    Case("gemm_int_fractional_scales", "Gemm", [INTS.T.copy(), INTS, i64(5, -5, 1)], {"alpha": 0.5, "beta": 1.5}),
+    Case("gemm_int_scales", "Gemm", [INTS.T.copy(), INTS], {"alpha": -2.0}),
     Case("gemm_float64", "Gemm", [X4[0, 0], X4[1, 1], f64(1.0)], {"alpha": 0.5, "beta": 2.0, "transA": 1}),
     # ---- windows and normalizations (float kinds only, in ONNX too)
     Case("conv_float64", "Conv", [X4, X4[:2, :, :3, :3], f64(0.5, -0.5)], {"pads": [1, 1, 1, 1]}),

@@ -84,3 +84,19 @@ def test_every_reader_has_an_edge_case():
     from graphc.onnx_readers import READERS
 
     assert set(READERS) - {c.op for c in CASES} - KNOWN == set()
+
+
+@pytest.mark.parametrize("fill", [np.int64(2**62 + 1), np.int64(-(2**53) - 1), np.float32(-0.75), np.bool_(True)])
+def test_constant_of_a_batch_dependent_shape_keeps_its_exact_value(fill, tmp_path):
+    """ConstantOfShape of ``Shape(x)``: the shape holds the batch dim, so the plan builds the
+    tensor at run time; an int64 fill past 2**53 must not pass through a float."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["y"], value=numpy_helper.from_array(np.array([fill])))]
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 2])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.UNDEFINED, None)
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    plan = gc.load(tmp_path / "m.onnx")
+    for batch in (1, 3):
+        feed = {"x": np.zeros((batch, 2), np.float32)}
+        assert_same(plan(**feed), ReferenceEvaluator(model).run(None, feed)[0], f"fill {fill!r} at batch {batch}")
