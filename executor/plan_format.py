@@ -18,8 +18,9 @@ from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
 from ..ir.types import DType, TensorType, dim_poly
 from ..ir.verify import verify
-from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_IO, MAX_NODE_ATTRS, MAX_NODE_META,
-                          MAX_EXPANDED, MAX_NODES, MAX_RANK, NODE_META, FAIL_PREFIX, Limit, clip, fail, show)
+from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_DIM_TEXT, MAX_IO, MAX_NODE_ATTRS,
+                          MAX_NODE_META, MAX_EXPANDED, MAX_NODES, MAX_RANK, NODE_META, FAIL_PREFIX, Limit, clip, fail,
+                          show)
 from .plan_unpack import Fields
 
 MAX_DIM = 2**40
@@ -103,7 +104,7 @@ def decode_type(shape, dtype, where: str) -> TensorType:
         fail(f"{where} has rank {len(shape)} (at most {MAX_RANK})")
     for d in shape:
         if isinstance(d, str):
-            if len(d) > 32:  # "N*4096" is short; refuse long strings before parsing them
+            if len(d) > MAX_DIM_TEXT:  # refuse long strings before parsing them
                 fail(f"{where} has a symbolic dim of {len(d)} characters")
             try:
                 coef, _ = dim_poly(d)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import msgpack
 
 from ..ir.errors import PlanFormatError
-from .plan_limits import BIN, MAX_KEYS, Limit, Stream, clip, fail, show
+from .plan_limits import BIN, MAX_KEY_BYTES, MAX_KEYS, Limit, Stream, clip, fail, show
 
 _READ_SIZE = 1 << 16  # an Unpacker's buffer: this plus the largest single entry
 _REQUIRED = object()
@@ -261,7 +261,7 @@ def _header(view: memoryview, pos: int, kinds: dict, what: str, expected: str) -
 
 
 def _key(view: memoryview, pos: int, what: str) -> tuple[str, int]:
-    """A map key: a str of at most 256 bytes (keys of the header, body and graph maps)."""
+    """A map key: a str of at most MAX_KEY_BYTES bytes (keys of the header, body and graph maps)."""
     kind = view[pos] if pos < len(view) else None
     if kind is not None and 0xA0 <= kind <= 0xBF:
         size, pos = kind & 0x1F, pos + 1
@@ -271,8 +271,8 @@ def _key(view: memoryview, pos: int, what: str) -> tuple[str, int]:
     else:
         fail(f"the {what} has a key that is not a string" if kind is not None else
              f"not a graphc plan file, or a truncated one: the {what} ends early")
-    if size > 256 or pos + size > len(view):
-        fail(f"the {what} has a key of {size} bytes (at most 256), or ends early")
+    if size > MAX_KEY_BYTES or pos + size > len(view):
+        fail(f"the {what} has a key of {size} bytes (at most {MAX_KEY_BYTES}), or ends early")
     try:
         return str(view[pos:pos + size], "utf-8"), pos + size
     except UnicodeDecodeError:
