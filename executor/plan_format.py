@@ -221,9 +221,8 @@ def decode_bodies(fields) -> tuple[list, dict]:
     ``MAX_CALL_DEPTH`` long; all bodies together hold at most ``MAX_NODES`` nodes (counted
     before any body is decoded), and one call runs at most ``MAX_EXPANDED`` ops with its nested
     calls expanded (64 calls per body over 16 levels is a small file but 64**15 ops). Each is a
-    graph of inputs, pure ops and outputs
-    (no state, constants or updates), checked by ir.verify; a problem names the body. Returns
-    the bodies and each one's expanded size (by id)."""
+    graph of inputs, pure ops and outputs (no state, constants or updates), checked by
+    ir.verify; a problem names the body. Returns the bodies and each one's expanded size (by id)."""
     if "functions" not in fields:
         return [], {}
     bodies, depths, sizes = [], {}, {}
