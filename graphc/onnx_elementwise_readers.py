@@ -46,7 +46,11 @@ def _binary(op: str):
 
 def truncated_division(a, b) -> np.ndarray:
     """ONNX's integer Div on known arrays: the quotient rounded toward zero, in integer
-    arithmetic (a float64 quotient would round int64 values over 2**53)."""
+    arithmetic (a float64 quotient would round int64 values over 2**53).
+
+    >>> truncated_division(np.array([7, -7, 2**62 + 1]), np.array([2, 2, 1])).tolist()
+    [3, -3, 4611686018427387905]
+    """
     quotient = np.floor_divide(a, b)
     inexact_negative = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
     return (quotient + inexact_negative).astype(quotient.dtype)
@@ -88,7 +92,11 @@ def _pow(r, args):
 def integer_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """Integer Pow on known arrays with the plan kernel's rule (PyTorch's, and what
     onnxruntime's truncated std::pow gives): a negative exponent gives 0, except 1 for a base
-    of 1 and +-1 for a base of -1 (numpy raises instead)."""
+    of 1 and +-1 for a base of -1 (numpy raises instead).
+
+    >>> integer_power(np.array([2, 1, -1, 3]), np.array([3, -2, -3, -1])).tolist()
+    [8, 1, -1, 0]
+    """
     negative = exponent < 0
     powered = np.power(base, np.where(negative, 0, exponent).astype(exponent.dtype))
     minus_one = np.where(np.bitwise_and(exponent, 1) == 1, -1, 1)  # (-1) ** e by the parity of e

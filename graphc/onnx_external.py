@@ -91,7 +91,7 @@ class ExternalData:
                                     "external data must lie in the model's folder")
         return resolved
 
-    def _read(self, path: str, offset: int, length: int, location: str, what: str) -> bytes:
+    def _read(self, path: str, offset: int, length: int, location: str, what: str) -> np.ndarray:
         named = f"keeps its data in {show(location, 200)}"
         try:
             fd = os.open(path, _OPEN_FLAGS)  # no-follow: the resolved path must not turn into a link now
@@ -122,21 +122,28 @@ def _typed_values(tensor) -> bool:
                                                           "uint64_data", "string_data"))
 
 
-def _read_exactly(fd: int, offset: int, length: int) -> bytes:
-    chunks, done = [], 0
+def _read_exactly(fd: int, offset: int, length: int) -> np.ndarray:
+    """``length`` bytes at ``offset`` read straight into one array (no bytes object copied out
+    of, so a weight costs its own size once); shorter if the file ends first."""
+    buffer = np.empty(length, np.uint8)
+    view, done = memoryview(buffer), 0
     while done < length:
-        chunk = os.pread(fd, min(length - done, 1 << 26), offset + done)
-        if not chunk:
+        part = view[done:done + min(length - done, 1 << 26)]
+        if hasattr(os, "preadv"):
+            count = os.preadv(fd, [part], offset + done)
+        else:  # no preadv (not on Linux): one more copy of the chunk
+            chunk = os.pread(fd, len(part), offset + done)
+            part[:len(chunk)], count = chunk, len(chunk)
+        if not count:
             break
-        chunks.append(chunk)
-        done += len(chunk)
-    return b"".join(chunks)
+        done += count
+    return buffer[:done]
 
 
-def _to_array(data: bytes, dtype, dims) -> np.ndarray:
-    """ONNX stores raw data little-endian; bools are one byte each, any non-zero byte true."""
+def _to_array(data: np.ndarray, dtype, dims) -> np.ndarray:
+    """ONNX stores raw data little-endian (a view on little-endian hosts, a swap elsewhere);
+    bools are one byte each, any non-zero byte true."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
-        return (np.frombuffer(data, np.uint8) != 0).reshape(tuple(dims))
-    return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype).reshape(tuple(dims))
-
+        return (data != 0).reshape(tuple(dims))
+    return data.view(dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(tuple(dims))

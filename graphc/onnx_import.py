@@ -72,9 +72,11 @@ def read_model(where: str, memory_budget=None):
             raise PlanFormatError(f"{where}: the ONNX file is {size} bytes, over the {limit}-byte limit for one "
                                   "model (protobuf's own limit, or the memory budget)")
         with open(where, "rb") as f:
-            data = f.read(limit + 1)
+            data = f.read(size + 1)  # read(n) reserves n bytes first: the file's size, never the 2 GiB limit
     except OSError as e:
         raise GraphcError(f"cannot read {where}: {e.strerror or e}") from None
+    if len(data) > size:
+        raise PlanFormatError(f"{where}: the ONNX file grew while it was read")
     try:
         model = onnx.ModelProto.FromString(data)
     except Exception as e:  # protobuf's DecodeError: the bytes are not a ModelProto

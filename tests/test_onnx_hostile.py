@@ -14,6 +14,7 @@ Every model is built here with ``onnx.helper``; nothing is downloaded.
 from __future__ import annotations
 
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -110,6 +111,20 @@ def test_file_over_the_memory_budget_is_refused_before_parsing(tmp_path):
     path = write(tmp_path / "m.onnx", make_model([helper.make_node("Relu", ["x"], ["y"])], [weight]))
     with pytest.raises(gc.PlanFormatError, match=r"the ONNX file is \d+ bytes, over the 1000-byte limit"):
         gc.load(path, memory_budget=1000)
+
+
+def test_reading_a_small_file_reserves_only_its_own_size(tmp_path):
+    """``f.read(n)`` reserves n bytes before it reads: read with the 2 GiB limit as n, every
+    load reserved 2 GiB (a MemoryError under a tight RLIMIT_AS). The bound is generous: the
+    import itself allocates a few MiB."""
+    path = write(tmp_path / "m.onnx", make_model([helper.make_node("Relu", ["x"], ["y"])]))
+    tracemalloc.start()
+    try:
+        gc.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 2**20
 
 
 # ---- not a model ------------------------------------------------------------------------------
