@@ -184,8 +184,8 @@ def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_o
     file's first bytes: a plan file gives a ``Plan`` (it needs no model code), a safetensors
     file a dict of numpy arrays (for ``model.load_state_dict``), an ONNX model an inference
     ``Plan`` (needs the ``onnx`` extra; external data files are refused, never read).
-    Pickles (``torch.save`` files) are refused with the way to convert them: graphc never
-    unpickles.
+    Every other file (a pickle or ``torch.save`` file, a zip, random bytes) is a
+    ``PlanFormatError`` saying what it looks like and what graphc reads: graphc never unpickles.
 
     ``device`` and ``memory_budget`` are the plan's, as in :func:`compile` (a hostile file's
     huge intermediates are refused before they are allocated). ``map_location`` and
@@ -200,17 +200,15 @@ def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_o
     >>> gc.load(path)(np.ones((3, 4), np.float32)).shape
     (3, 2)
     """
-    from .serialization import load_safetensors, refuse, sniff
+    from .serialization import load_safetensors, sniff
 
-    kind = sniff(path)
+    kind = sniff(path)  # a PlanFormatError for every file gc.load does not read, or cannot read
     if kind == "safetensors":
         return load_safetensors(path)
-    if kind == "onnx" or (kind is None and os.fspath(path).lower().endswith(".onnx")):
+    if kind != "plan":  # "onnx", or None: an unknown file named *.onnx, which the importer explains
         from .onnx_import import import_onnx
 
         return import_onnx(path, device, memory_budget)
-    if kind in ("pickle", "torch-zip", "zip"):
-        refuse(path, kind)
     return _load_plan(path, device, memory_budget)
 
 

@@ -132,11 +132,6 @@ def sniff(path) -> str | None:
     raise refusal(path, kind, head)
 
 
-def refuse(path, kind: str):
-    """Raise the error for a file of ``kind`` (``file_kinds.DESCRIPTIONS``), which graphc will not read."""
-    raise refusal(path, kind)
-
-
 def load_safetensors(path) -> dict:
     """The named arrays of a safetensors file, as writable numpy arrays on the host."""
     where = os.fspath(path)
