@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .dispatch import apply
+from .ir.errors import ShapeError
 from .surface import torchsymbol
 from .tensor import Tensor
 
@@ -99,12 +100,14 @@ def argmax(input, dim=None, keepdim=False):
 @torchsymbol(**_METHOD_AND_TOP)
 def argmin(input, dim=None, keepdim=False):
     """Index of the smallest element along ``dim``: ``argmax(-x)`` (first at ties). bool
-    tensors compare as 0/1.
+    tensors are refused, as PyTorch refuses them.
 
     >>> import graphc as gc
     >>> gc.tensor([[1.0, 5.0], [7.0, 2.0]]).argmin(1).numpy().tolist()
     [0, 1]
     """
-    if input.dtype.name in ("bool", "uint8"):
-        input = input.long()  # -x is not defined for bool and wraps around in uint8
+    if input.dtype.name == "bool":
+        raise ShapeError("argmin does not take bool tensors (as in PyTorch); cast first: x.long()")
+    if input.dtype.name == "uint8":
+        input = input.long()  # -x wraps around in uint8
     return argmax(-input, dim, keepdim)

@@ -165,6 +165,9 @@ class OpInfo:
     samples: list[Sample]
     torch: Callable | None = None
     no_torch: str = ""
+    # emitted only by autodiff and fusion, from float graphs (set by build_table): no user
+    # reaches it with integer or bool inputs, so tests/test_dtypes_ops.py leaves it out
+    internal: bool = False
 
     def __post_init__(self):
         assert (self.torch is None) == bool(self.no_torch), \
@@ -197,17 +200,11 @@ def torch_binary(name):
     return lambda ts, a: getattr(T(), name)(ts[0], ts[1])
 
 
-def same_dtype(ts):
-    """torch's matmul/linear/conv want one dtype; graphc promotes: cast to the promoted one."""
-    dt = ts[0].dtype
-    for t in ts[1:]:
-        dt = T().promote_types(dt, t.dtype)
-    return [t.to(dt) for t in ts]
-
-
 def torch_slice(ts, a):
     """slice as select / index_select per axis (torch's slicing has no negative steps)."""
     x = ts[0]
+    if len(a["slices"]) != x.ndim:  # as x[a:b, c:d] on a tensor of another rank
+        raise IndexError(f"{len(a['slices'])} slices for a rank-{x.ndim} tensor")
     for axis in reversed(range(x.ndim)):
         start, stop, step = a["slices"][axis]
         if axis in a["drop"]:
@@ -821,6 +818,7 @@ def build_table() -> dict[str, OpInfo]:
                   _custom_table, _random_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
+            info.internal = build in (backward_table, fused_table)
             table[info.op] = info
     return table
 

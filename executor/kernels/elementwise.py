@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...ir.errors import GraphcError
-from ...ir.types import promote
+from ...ir.ops._shapes import result_dtype
 from .base import writes_out
 
 
@@ -94,6 +94,12 @@ def _pow(xp, spec):
         below = xp.where(a == 1, 1, xp.where(a == -1, minus_one, 0)).astype(powered.dtype)
         return _finish(xp, xp.where(negative, below, powered), out)
     return writes_out(run)
+
+
+def _sign(xp, spec):
+    if spec.in_types[0].dtype.name == "bool":  # numpy has no bool sign; it is the value itself
+        return writes_out(lambda x, out=None: _finish(xp, x.copy(), out))
+    return _ufunc_kernel(xp.sign, spec)
 
 
 def _relu(xp, spec):
@@ -210,7 +216,7 @@ def _hardtanh(xp, spec):
 
 def _compare(name):
     def factory(xp, spec):
-        return _ufunc_kernel(getattr(xp, name), spec, promote(spec.in_types[0].dtype, spec.in_types[1].dtype))
+        return _ufunc_kernel(getattr(xp, name), spec, result_dtype(spec.in_types))  # PyTorch compares in it
     return factory
 
 
@@ -281,7 +287,7 @@ def _tanh_grad(xp, spec):
 
 
 KERNELS = {
-    "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _ufunc("sign"), "exp": _ufunc("exp"),
+    "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _sign, "exp": _ufunc("exp"),
     "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
     "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
     "leaky_relu": _leaky_relu, "hardtanh": _hardtanh, "erf": _erf,

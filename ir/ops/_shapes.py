@@ -22,11 +22,39 @@ def broadcast(*shapes) -> tuple:
     return tuple(out)
 
 
+def _promote_all(dtypes) -> DType:
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = promote(out, d)
+    return out
+
+
 def result_dtype(types) -> DType:
-    dtype = types[0].dtype
-    for t in types[1:]:
-        dtype = promote(dtype, t.dtype)
-    return dtype
+    """PyTorch's ``result_type``: 0-d tensors (and Python scalars, which arrive as 0-d values of
+    their weak dtype) change the dtype of dimensioned tensors only from a higher category
+    (bool < integer < float): ``f32[3] * f64[]`` is f32, ``i64[3] * f64[]`` is f64 and
+    ``u8[3] + i64[]`` stays u8. Among tensors of one kind, ordinary promotion."""
+    dimensioned = [t.dtype for t in types if t.rank]
+    zero_dim = [t.dtype for t in types if not t.rank]
+    if not dimensioned or not zero_dim:
+        return _promote_all(dimensioned or zero_dim)
+    high, low = _promote_all(dimensioned), _promote_all(zero_dim)
+    if high.is_float:
+        return high
+    if high is DType.bool or low.is_float:
+        return promote(high, low)
+    return high
+
+
+def one_dtype(types, op: str) -> DType:
+    """The dtype shared by all ``types``: PyTorch's matmul, linear, conv and batch norm take no
+    mixed dtypes and no bools (they raise; graphc used to promote, computing what PyTorch refuses)."""
+    dtypes = sorted({t.dtype.name for t in types})
+    if len(dtypes) > 1:
+        raise ShapeError(f"{op} needs inputs of one dtype, as in PyTorch; got {', '.join(dtypes)} (cast first: x.float())")
+    if dtypes == ["bool"]:
+        raise ShapeError(f"{op} does not take bool tensors (as in PyTorch); cast first: x.float()")
+    return types[0].dtype
 
 
 def norm_axis(axis: int, rank: int, what: str = "dim") -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import TensorType
-from .linalg import need_same_float
-from ._shapes import check_pairs, expect_same, need_float, need_rank, need_static, result_dtype, window_out
+from .linalg import need_same_dtype
+from ._shapes import check_pairs, expect_same, need_float, need_rank, need_static, window_out
 
 _WINDOW = {"stride": Attr("ints", (1, 1), minimum=1), "padding": Attr("ints", (0, 0), minimum=0),
            "dilation": Attr("ints", (1, 1), minimum=1)}
@@ -15,7 +15,7 @@ CONV_ATTRS = {**_WINDOW, "groups": Attr("int", 1, minimum=1)}
 def conv2d_rule(in_types, attrs):
     check_pairs(attrs, "conv2d", {"stride": 1, "padding": 0, "dilation": 1})
     x, w = in_types[:2]
-    need_same_float(x, w, "conv2d")
+    need_same_dtype(in_types, "conv2d")
     need_rank(x, (4,), "conv2d")
     need_rank(w, (4,), "conv2d", "weight")
     need_float(x, "conv2d")
@@ -30,7 +30,7 @@ def conv2d_rule(in_types, attrs):
     (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
     oh = window_out(h, kh, sh, ph, dh, "conv2d")
     ow = window_out(wd, kw, sw, pw, dw, "conv2d")
-    return [TensorType((n, o, oh, ow), result_dtype(in_types))]
+    return [TensorType((n, o, oh, ow), x.dtype)]
 
 
 def _window_attrs(attrs) -> dict:

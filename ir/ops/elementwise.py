@@ -30,6 +30,13 @@ def _float_same(name):
     return rule
 
 
+def _to_float(in_types, attrs):
+    """Float math (exp, log, ...) on ints and bools gives float32, as PyTorch's (the kernel
+    casts the input: the OpDef promotes_inputs)."""
+    t = in_types[0]
+    return [t if t.dtype.is_float else t.with_dtype(DType.float32)]
+
+
 def _binary(in_types, attrs):
     return [TensorType(broadcast(*(t.shape for t in in_types)), result_dtype(in_types))]
 
@@ -59,6 +66,13 @@ def _div(in_types, attrs):
     return [out if out.dtype.is_float else out.with_dtype(DType.float32)]
 
 
+def _no_bool_sub(in_types, attrs):
+    if any(t.dtype is DType.bool for t in in_types):
+        raise ShapeError("sub (the - operator) does not take bool tensors (as in PyTorch); "
+                         "to invert a mask use ~mask or logical_not")
+    return _binary(in_types, attrs)
+
+
 def _compare(in_types, attrs):
     return [TensorType(broadcast(*(t.shape for t in in_types)), DType.bool)]
 
@@ -75,9 +89,8 @@ def _cast(in_types, attrs):
 
 
 def _logical_not(in_types, attrs):
-    if in_types[0].dtype is not DType.bool:
-        raise ShapeError(f"logical_not needs a bool input, got {in_types[0].dtype.name}")
-    return [in_types[0]]
+    """``x == 0`` for numbers, as PyTorch's."""
+    return [in_types[0].with_dtype(DType.bool)]
 
 
 # ---- vjp rules ----------------------------------------------------------------------
@@ -105,15 +118,15 @@ _UNARY = {
     "neg": (_numeric("neg"), lambda b, x, y, g: b.emit1("neg", [g])),
     "abs": (_numeric("abs"), lambda b, x, y, g: b.emit1("mul", [g, b.emit1("sign", [x])])),
     "relu": (_numeric("relu"), lambda b, x, y, g: b.emit1("relu_grad", [g, y])),
-    "sign": (_numeric("sign"), lambda b, x, y, g: None),
-    "exp": (_float_same("exp"), lambda b, x, y, g: b.emit1("mul", [g, y])),
-    "log": (_float_same("log"), lambda b, x, y, g: b.emit1("div", [g, x])),
-    "log1p": (_float_same("log1p"), lambda b, x, y, g: b.emit1("div", [g, b.emit1("add", [x, _c(b, 1.0, x)])])),
-    "sqrt": (_float_same("sqrt"), lambda b, x, y, g: b.emit1("div", [g, b.emit1("mul", [y, _c(b, 2.0, y)])])),
-    "rsqrt": (_float_same("rsqrt"), lambda b, x, y, g: b.emit1("mul", [g, b.emit1("mul", [_cube(b, y), _c(b, -0.5, y)])])),
-    "tanh": (_float_same("tanh"), lambda b, x, y, g: b.emit1("tanh_grad", [g, y])),
-    "sigmoid": (_float_same("sigmoid"), lambda b, x, y, g: b.emit1("sigmoid_grad", [g, y])),
-    "erf": (_float_same("erf"), lambda b, x, y, g: _erf_grad(b, x, g)),
+    "sign": (lambda in_types, attrs: [in_types[0]], lambda b, x, y, g: None),  # bools too, as PyTorch
+    "exp": (_to_float, lambda b, x, y, g: b.emit1("mul", [g, y])),
+    "log": (_to_float, lambda b, x, y, g: b.emit1("div", [g, x])),
+    "log1p": (_to_float, lambda b, x, y, g: b.emit1("div", [g, b.emit1("add", [x, _c(b, 1.0, x)])])),
+    "sqrt": (_to_float, lambda b, x, y, g: b.emit1("div", [g, b.emit1("mul", [y, _c(b, 2.0, y)])])),
+    "rsqrt": (_to_float, lambda b, x, y, g: b.emit1("mul", [g, b.emit1("mul", [_cube(b, y), _c(b, -0.5, y)])])),
+    "tanh": (_to_float, lambda b, x, y, g: b.emit1("tanh_grad", [g, y])),
+    "sigmoid": (_to_float, lambda b, x, y, g: b.emit1("sigmoid_grad", [g, y])),
+    "erf": (_to_float, lambda b, x, y, g: _erf_grad(b, x, g)),
 }
 
 
@@ -126,7 +139,7 @@ def _vjp_leaky_relu(b, node, cts, needs):
 def _hardtanh(in_types, attrs):
     if attrs["min_val"] > attrs["max_val"]:
         raise ShapeError(f"hardtanh: min_val {attrs['min_val']} is greater than max_val {attrs['max_val']}")
-    return _float_same("hardtanh")(in_types, attrs)
+    return _numeric("hardtanh")(in_types, attrs)  # ints stay ints, as PyTorch's
 
 
 def _vjp_hardtanh(b, node, cts, needs):
@@ -198,16 +211,16 @@ def _vjp_cast(b, node, cts, needs):
 
 # ---- registration -------------------------------------------------------------------
 for _name, (_rule, _grad) in _UNARY.items():
-    register(OpDef(_name, _rule, vjp=_unary(_grad), doc=f"elementwise {_name}"))
+    register(OpDef(_name, _rule, vjp=_unary(_grad), doc=f"elementwise {_name}", promotes_inputs=_rule is _to_float))
 register(OpDef("leaky_relu", _float_same("leaky_relu"), attrs={"negative_slope": Attr("float", 0.01)}, vjp=_vjp_leaky_relu))
 # a primitive, not where(x <= lo, lo, where(x >= hi, hi, x)): one clip pass instead of four
 # (ReLU6 runs after every expand and depthwise conv of a MobileNet)
 register(OpDef("hardtanh", _hardtanh, attrs={"min_val": Attr("float", -1.0), "max_val": Attr("float", 1.0)},
                vjp=_vjp_hardtanh, doc="x limited to [min_val, max_val] (relu6: [0, 6])"))
 
-for _name, _grad in (("add", _vjp_add), ("sub", _vjp_sub), ("mul", _vjp_mul),
-                     ("maximum", _vjp_minmax("gt")), ("minimum", _vjp_minmax("lt"))):
+for _name, _grad in (("add", _vjp_add), ("mul", _vjp_mul), ("maximum", _vjp_minmax("gt")), ("minimum", _vjp_minmax("lt"))):
     register(OpDef(_name, _binary, inputs=(2, 2), vjp=_grad, doc=f"elementwise {_name} with broadcasting"))
+register(OpDef("sub", _no_bool_sub, inputs=(2, 2), vjp=_vjp_sub, doc="elementwise sub with broadcasting (no bools)"))
 register(OpDef("pow", _no_bools("pow"), inputs=(2, 2), vjp=_vjp_pow,
                doc="elementwise power; ints stay ints (a negative exponent gives 0, or +-1 for a base of +-1)"))
 register(OpDef("div", _div, inputs=(2, 2), attrs={"rounding_mode": Attr("str", None, optional=True)}, vjp=_vjp_div,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import OpDef, register
 from ..types import TensorType, numel
-from ._shapes import broadcast, fmt_shape, need_rank, result_dtype
+from ._shapes import broadcast, fmt_shape, need_rank, one_dtype
 
 
 def _matmul(in_types, attrs):
@@ -20,7 +20,7 @@ def _matmul(in_types, attrs):
         shape = shape[:-2] + shape[-1:]
     if b.rank == 1:
         shape = shape[:-1]
-    return [TensorType(shape, result_dtype(in_types))]
+    return [TensorType(shape, one_dtype(in_types, "matmul"))]
 
 
 def _transpose_last(b, v):
@@ -58,23 +58,26 @@ def _vjp_matmul(b, node, cts, needs):
     return [ga, gw]
 
 
-def need_same_float(x, w, op: str) -> None:
-    """PyTorch refuses f64 input with f32 weights (and the reverse): so does graphc."""
-    if x.dtype.is_float and w.dtype.is_float and x.dtype is not w.dtype:
+def need_same_dtype(in_types, op: str) -> None:
+    """PyTorch refuses f64 input with f32 weights, int input with float weights (and the
+    reverse), and bools: so does graphc (it used to promote, computing what PyTorch refuses)."""
+    x, w = in_types[:2]
+    if x.dtype is not w.dtype:
         raise ShapeError(f"{op}: input is {x.dtype.name} but weight is {w.dtype.name}; cast the input "
-                         f"(x.astype(np.{w.dtype.name})) or the model (model.to(gc.{x.dtype.name}))")
+                         f"(x.to(gc.{w.dtype.name})) or the model (model.to(gc.{x.dtype.name}))")
+    one_dtype(in_types, op)
 
 
 def linear_rule(in_types, attrs):
     x, w = in_types[:2]
-    need_same_float(x, w, "linear")
+    need_same_dtype(in_types, "linear")
     need_rank(w, (2,), "linear", "weight")
     if x.rank < 1 or x.shape[-1] != w.shape[1]:
         raise ShapeError(f"linear: input {x} has {x.shape[-1] if x.rank else '?'} features, "
                          f"weight {w} expects {w.shape[1]}")
     if len(in_types) == 3 and in_types[2].shape != (w.shape[0],):
         raise ShapeError(f"linear: bias {in_types[2]} should be [{w.shape[0]}]")
-    return [TensorType(x.shape[:-1] + (w.shape[0],), result_dtype(in_types))]
+    return [TensorType(x.shape[:-1] + (w.shape[0],), x.dtype)]
 
 
 def _rows(b, v):

@@ -26,6 +26,9 @@ def check_channel_params(x, params, op):
     for p in params:
         if p.shape != (c,):
             raise ShapeError(f"{op}: per-channel tensor {p} should be [{c}] for input {x}")
+        if p.dtype is not x.dtype:  # PyTorch refuses mixed dtypes here (graphc used to promote)
+            raise ShapeError(f"{op}: per-channel tensor {p} is {p.dtype.name} but the input is {x.dtype.name}; "
+                             f"cast one (model.to(gc.{x.dtype.name}))")
     return TensorType((c,), x.dtype)
 
 

@@ -48,6 +48,8 @@ def _vjp_max(b, node, cts, needs):
 
 def _argmax(in_types, attrs):
     x = in_types[0]
+    if x.dtype is DType.bool:
+        raise ShapeError("argmax does not take bool tensors (as in PyTorch); cast first: x.long()")
     if attrs["dim"] is None:
         return [TensorType((1,) * x.rank if attrs["keepdim"] else (), DType.int64)]
     axis = norm_axis(attrs["dim"], x.rank)

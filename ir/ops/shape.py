@@ -136,7 +136,6 @@ def _embedding(in_types, attrs):
     indices, weight = in_types
     if weight.rank != 2:
         raise ShapeError(f"embedding: the weight must be 2-D (num_embeddings, embedding_dim), got {weight}")
-    need_float(weight, "embedding")
     need_static(weight.shape, "embedding", "the weight's shape")
     _need_indices(indices, "embedding")
     _padding_row(attrs, weight.shape[0], "embedding")
