@@ -29,8 +29,7 @@ FLOAT = TensorProto.FLOAT
 @pytest.fixture(scope="module")
 def torch_export(tmp_path_factory):
     """(folder, torch model, example input): ``torch.onnx.export(model, (x,), "model.onnx")``."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("onnxscript")  # torch's default (dynamo) exporter translates through it
+    torch = pytest.importorskip("torch")  # torch's default (dynamo) exporter also needs the onnxscript package
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
                                 torch.nn.Linear(4 * 6 * 6, 5)).eval()
