@@ -64,6 +64,18 @@ def test_tensor_dataset_batches_like_pytorch(torch_ref):
     assert_same_batches(per_sample, want)
 
 
+def test_a_tensor_dataset_subclass_reads_its_samples_its_own_way():
+    """The fast path (one fancy index per array) must not bypass an overridden __getitem__."""
+    class Doubled(TensorDataset):
+        def __getitem__(self, index):
+            x, y = super().__getitem__(index)
+            return x * 2, y
+
+    x, y = digits_like(6)
+    batches = list(DataLoader(Doubled(x, y), batch_size=4))
+    np.testing.assert_array_equal(np.concatenate([b[0].numpy() for b in batches]), x * 2)
+
+
 def test_samples_one_at_a_time_convert_like_pytorch(torch_ref):
     want = torch_ref({"n": 3}, lambda: as_outputs(torch_loader(Records(3), batch_size=None)))
     loader = DataLoader(Records(3), batch_size=None)

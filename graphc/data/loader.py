@@ -116,9 +116,11 @@ class DataLoader:
             for index in self.sampler:
                 yield self.collate_fn(self.dataset[index])
             return
-        fast = isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate
+        # one fancy index per array, unless a subclass reads its samples its own way (augmentation)
+        fast = (isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate
+                and type(self.dataset).__getitem__ is TensorDataset.__getitem__)
         for indices in self.batch_sampler:
-            if fast:  # one fancy index per array, no per-sample loop
+            if fast:
                 yield self.dataset.batch(indices)
             else:
                 yield self.collate_fn([self.dataset[index] for index in indices])
