@@ -150,7 +150,14 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
 
 @torchsymbol()
 def square(input):
-    """x * x."""
+    """x * x. PyTorch's square is ``x ** 2``, so a bool tensor gives int64.
+
+    >>> import graphc as gc
+    >>> gc.square(gc.tensor([True, False])).numpy().tolist()
+    [1, 0]
+    """
+    if input.dtype.name == "bool":
+        input = input.long()
     return apply("mul", [input, input])
 
 
