@@ -106,9 +106,11 @@ def test_collating_tensors_that_require_grad_records_the_stack():
 
 
 @pytest.mark.parametrize("samples, error, message", [
-    ([[1, 2], [3]], gc.ShapeError, r"sample of sample 1 has 1 fields, the first sample's has 2; each element in "
-                                   r"list of batch should be of equal size"),
-    ([{"a": 1}, {"b": 1}], gc.GraphcError, r"sample of sample 1 has keys \['b'\], the first sample's has keys \['a'\]"),
+    ([[1, 2], [3]], gc.ShapeError, r"sample has 1 fields in sample 1 but 2 in sample 0; each element in list of "
+                                   r"batch should be of equal size"),
+    ([{"a": 1}, {"b": 1}], gc.GraphcError, r"sample has keys \['b'\] in sample 1 but keys \['a'\] in sample 0"),
+    ([{"m": {"a": 1}}, {"m": 2}], gc.GraphcError, r"sample\['m'\] has a int in sample 1 but keys \['a'\]"),
+    ([(1, (2, 3)), (1, (2,))], gc.ShapeError, r"sample\[1\] has 1 fields in sample 1 but 2 in sample 0"),
     ([(np.zeros(2), 1), (np.zeros(3), 1)], gc.ShapeError, r"sample\[0\] has shape \(3,\) in sample 1 but \(2,\)"),
     ([{"x": object()}], gc.GraphcError, r"sample\['x'\] is a object; a batch must contain tensors, numpy arrays"),
     ([None, None], gc.GraphcError, "sample is a NoneType"),

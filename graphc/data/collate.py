@@ -63,9 +63,9 @@ def _collate_mapping(samples: list, where: str):
     keys = list(samples[0])
     for index, sample in enumerate(samples):
         if not isinstance(sample, collections.abc.Mapping) or set(sample) != set(keys):
-            got = f"keys {list(sample)}" if isinstance(sample, collections.abc.Mapping) else _type_name(sample)
-            raise GraphcError(f"default_collate: {where} of sample {index} has {got}, the first sample's has "
-                              f"keys {keys}; every sample needs the same keys")
+            got = f"keys {list(sample)}" if isinstance(sample, collections.abc.Mapping) else f"a {_type_name(sample)}"
+            raise GraphcError(f"default_collate: {where} has {got} in sample {index} but keys {keys} in sample 0; "
+                              "every sample needs the same keys")
     batched = {key: _collate([s[key] for s in samples], f"{where}[{key!r}]") for key in keys}
     kind = type(samples[0])
     if kind is dict:
@@ -81,9 +81,9 @@ def _collate_sequence(samples: list, where: str):
     for index, sample in enumerate(samples):
         if not isinstance(sample, collections.abc.Sequence) or isinstance(sample, (str, bytes)) \
                 or len(sample) != size:
-            got = f"{len(sample)} fields" if isinstance(sample, collections.abc.Sized) else _type_name(sample)
-            raise ShapeError(f"default_collate: {where} of sample {index} has {got}, the first sample's has "
-                             f"{size}; each element in list of batch should be of equal size")
+            got = f"{len(sample)} fields" if isinstance(sample, collections.abc.Sized) else f"a {_type_name(sample)}"
+            raise ShapeError(f"default_collate: {where} has {got} in sample {index} but {size} in sample 0; each "
+                             "element in list of batch should be of equal size")
     fields = [_collate(column, f"{where}[{i}]") for i, column in enumerate(zip(*samples))]
     kind = type(samples[0])
     if isinstance(samples[0], tuple) and hasattr(kind, "_fields"):  # a namedtuple keeps its type and names
