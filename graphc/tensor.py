@@ -288,7 +288,9 @@ class Tensor:
     def __rmul__(self, o): return apply("mul", [o, self])
     def __truediv__(self, o): return apply("div", [self, o])
     def __rtruediv__(self, o): return apply("div", [o, self])
-    def __pow__(self, o): return apply("pow", [self, o])
+    def __pow__(self, o): return self.pow(o)  # graphc/functions.py: refuses int ** negative int, as PyTorch
+    def __floordiv__(self, o): return apply("div", [self, o], {"rounding_mode": "floor"})
+    def __rfloordiv__(self, o): return apply("div", [o, self], {"rounding_mode": "floor"})
     def __rpow__(self, o): return apply("pow", [o, self])
     def __matmul__(self, o): return apply("matmul", [self, o])
     def __rmatmul__(self, o): return apply("matmul", [o, self])

@@ -50,6 +50,8 @@ def _linear_with_bias(chain: list) -> Node:
 
 
 def _one_over(node: Node, graph: Graph) -> bool:
+    if node.attrs.get("rounding_mode") is not None:  # floor(1 / sqrt(x)) is no rsqrt
+        return False
     numerator = node.inputs[0]
     data = graph.constant_data.get(numerator.name) if graph.constants.get(numerator.name) is numerator else None
     return data is not None and data.size == 1 and bool(np.all(data == 1)) and node.output.type == node.inputs[1].type

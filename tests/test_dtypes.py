@@ -65,3 +65,14 @@ def test_negative_python_int_exponent_on_integers_raises(base):
 def test_unknown_rounding_mode_is_refused():
     with pytest.raises(gc.ShapeError, match="rounding_mode must be None, 'trunc' or 'floor'"):
         gc.div(gc.tensor([1.0]), 2.0, rounding_mode="round")
+
+
+def test_floor_division_operators_and_int_power_operator_follow_pytorch():
+    t = gc.tensor([7, -7])
+    assert _values(t // 2) == ("int64", [3, -4])
+    assert _values(7 // gc.tensor([2, -2])) == ("int64", [3, -4])
+    assert _values(gc.tensor([7.5]) // 2) == ("float32", [3.0])
+    with pytest.raises(gc.GraphcError, match="negative integer powers"):
+        t ** -1  # before: silently 0s
+    plan = gc.compile(lambda x: x // 2, example_inputs=(np.array([7, -7]),))
+    assert plan(np.array([7, -7, 5])).tolist() == [3, -4, 2]

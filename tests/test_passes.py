@@ -408,6 +408,8 @@ def test_fuse_rsqrt_only_for_a_numerator_of_one():
     out = fuse_rsqrt(gc.trace(lambda x: 1.0 / x.abs().sqrt(), X2))
     assert ops(out) == ["abs", "rsqrt"] and out.nodes[1].meta["pass"] == "fuse_rsqrt"
     assert ops(fuse_rsqrt(gc.trace(lambda x: 2.0 / x.abs().sqrt(), X2))) == ["abs", "sqrt", "div"]
+    floored = gc.trace(lambda x: gc.div(1.0, x.abs().sqrt(), rounding_mode="floor"), X2)
+    assert ops(fuse_rsqrt(floored)) == ["abs", "sqrt", "div"]  # floor(1 / sqrt(x)) is no rsqrt
 
 
 # ---- fuse_conv_bn (eval form) ------------------------------------------------------------------
