@@ -142,9 +142,9 @@ def _describe_scheduler(scheduler) -> str:
 
 
 def _inspect(args) -> int:
-    from .compile import load
+    from .compile import load_model
 
-    print(describe_plan(load(args.file), args.file))
+    print(describe_plan(load_model(args.file), args.file))
     return 0
 
 
@@ -214,9 +214,9 @@ def _read_inputs(paths: list, plan) -> list:
 
 
 def _run(args) -> int:
-    from .compile import load
+    from .compile import load_model
 
-    plan = load(args.file)
+    plan = load_model(args.file)
     if plan.kind != "inference":
         raise GraphcError(f"{args.file} is a training plan; `graphc run` runs inference plans (gc.export)")
     outputs = plan.run(_read_inputs(args.input, plan))
@@ -242,14 +242,12 @@ def _viz(args) -> int:
 
 
 def _convert(args) -> int:
-    from .compile import export, load
+    from .compile import export, load_model
 
     to_onnx = args.output.lower().endswith(".onnx")
     if not to_onnx and not args.output.lower().endswith(".graphc"):
         raise GraphcError(f"{args.output}: `graphc convert` writes ONNX files (.onnx) or plan files (.graphc)")
-    plan = load(args.file)
-    if not hasattr(plan, "kind"):
-        raise GraphcError(f"{args.file} holds tensors, not a model; convert a plan file or an ONNX model")
+    plan = load_model(args.file)
     if plan.kind != "inference":
         raise GraphcError(f"{args.file} is a training plan; convert an inference plan (gc.export)")
     if to_onnx:

@@ -183,7 +183,8 @@ def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_o
     """Load what ``gc.save``, ``plan.save`` or ``gc.export`` wrote, telling them apart by the
     file's first bytes: a plan file gives a ``Plan`` (it needs no model code), a safetensors
     file a dict of numpy arrays (for ``model.load_state_dict``), an ONNX model an inference
-    ``Plan`` (needs the ``onnx`` extra; external data files are refused, never read).
+    ``Plan`` (needs the ``onnx`` extra; external data, such as the ``model.onnx.data`` that
+    ``torch.onnx.export`` writes, is read only from files inside the model's own folder).
     Every other file (a pickle or ``torch.save`` file, a zip, random bytes) is a
     ``PlanFormatError`` saying what it looks like and what graphc reads: graphc never unpickles.
 
@@ -210,6 +211,17 @@ def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_o
 
         return import_onnx(path, device, memory_budget)
     return _load_plan(path, device, memory_budget)
+
+
+def load_model(path) -> Plan:
+    """A plan (or an imported ONNX model) from ``path``, for the tools that need a graph
+    (``graphc inspect/run/convert/viz``): a safetensors state dict is refused with what to
+    give instead."""
+    plan = load(path)
+    if not isinstance(plan, Plan):
+        raise GraphcError(f"{os.fspath(path)} holds tensors (a state dict), not a model; give a plan file "
+                          "(plan.save, gc.export) or an ONNX model")
+    return plan
 
 
 def _load_plan(path, device, memory_budget) -> Plan:

@@ -143,6 +143,21 @@ def test_cli_refuses_in_one_line(tmp_path, capsys, command, name):
     assert not out.exists() and not marker.exists()
 
 
+@pytest.mark.parametrize("command", ["inspect", "run", "viz", "convert"])
+def test_cli_commands_that_need_a_graph_refuse_a_state_dict(tmp_path, capsys, command):
+    """A safetensors file loads (a dict of arrays), but holds no graph: before, inspect and
+    run ended in "unexpected AttributeError ... 'dict' object has no attribute 'graph'"."""
+    path = tmp_path / "w.safetensors"
+    gc.save({"w": np.zeros(3, np.float32)}, path)
+    out = tmp_path / "out.onnx"
+    args = {"inspect": [], "run": ["--input", path, "--output", out], "viz": ["-o", out], "convert": [out]}[command]
+    assert main([command, str(path), *map(str, args)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"graphc: error: {path} holds tensors (a state dict), not a model; give a plan file "
+                   "(plan.save, gc.export) or an ONNX model"]
+    assert not out.exists()
+
+
 def test_a_missing_file_is_a_plan_format_error_with_the_os_error_as_cause(tmp_path, capsys):
     path = tmp_path / "missing.graphc"
     with pytest.raises(gc.PlanFormatError, match=f"^cannot read {path}: No such file or directory$") as info:

@@ -181,6 +181,6 @@ def write_plan_file_viz(plan_path, out_path, collapse_modules: bool = False, lay
     ...     out.read_text().count('class="node op')
     1
     """
-    from ..compile import load
+    from ..compile import load_model
 
-    return write(load(plan_path), out_path, collapse_modules=collapse_modules, layout=layout)
+    return write(load_model(os.fspath(plan_path)), out_path, collapse_modules=collapse_modules, layout=layout)
