@@ -57,8 +57,9 @@ import pytest
 
 import graphc as gc
 from conftest import HAVE_TORCH
+from graphc.data import DataLoader, TensorDataset
 from test_pytorch_models import (ATOL, EPOCHS, LOSS_LINE, RTOL, SEED, TEST_BATCH, TRAIN_BATCH, TRAIN_N, Args,
-                                 GraphcLoader, assert_state_matches, load_model_file, mnist_setup, recorded_state,
+                                 assert_state_matches, load_model_file, mnist_setup, recorded_state,
                                  snapshot, token_batches, torch_mnist, torch_state)
 
 if HAVE_TORCH:
@@ -264,7 +265,8 @@ def test_mnist_example_eager_and_compiled(torch_ref):
     gm, state, train, test = mnist_setup()
     ref = torch_ref([state, train, test, EPOCHS, TRAIN_BATCH, TEST_BATCH], lambda: torch_mnist(state, train, test))
     device = gc.device("cpu")
-    train_loader, test_loader = GraphcLoader(*train, TRAIN_BATCH), GraphcLoader(*test, TEST_BATCH)
+    train_loader, test_loader = (DataLoader(TensorDataset(*xy), batch_size=b) for xy, b in
+                                 ((train, TRAIN_BATCH), (test, TEST_BATCH)))
 
     # eager: the example's own loop
     optimizer, scheduler = m.make_optimizer(gm)
