@@ -15,7 +15,7 @@ class _Loss(Module):
         self.reduction = L._legacy_reduction(size_average, reduce, reduction)
 
     def __call__(self, input, target, *args, **kwargs):
-        # numpy inputs and targets, as every module takes them (an eager loop over a DataLoader)
+        # numpy inputs and targets too, as every module takes them
         return super().__call__(L.as_loss_tensor(input), L.as_loss_tensor(target), *args, **kwargs)
 
 
