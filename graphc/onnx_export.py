@@ -14,6 +14,7 @@ import numpy as np
 
 from .ir.errors import GraphcError
 from .ir.types import DType, dim_poly
+from .onnx_export_numbers import ELEMENT_TYPES as _ELEMENT_TYPES, cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
 OPSETS = range(13, 22)  # the opsets whose forms of the ops below this writer knows
@@ -26,10 +27,6 @@ def onnx_module():
     except ImportError:
         raise GraphcError("ONNX export and import need the onnx package: pip install 'graphc[onnx]'") from None
     return onnx
-
-
-_ELEMENT_TYPES = {DType.float32: 1, DType.uint8: 2, DType.int64: 7, DType.bool: 9, DType.float16: 10,
-                  DType.float64: 11}
 
 
 class _Writer:
@@ -244,11 +241,11 @@ WRITERS = {
     "batch_norm": _batch_norm, "cast": _cast, "leaky_relu": _leaky_relu,
     "relu": _simple("Relu"), "sigmoid": _simple("Sigmoid"), "tanh": _simple("Tanh"), "exp": _simple("Exp"),
     "log": _simple("Log"), "sqrt": _simple("Sqrt"), "neg": _simple("Neg"), "abs": _simple("Abs"),
-    "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"), "div": _simple("Div"),
+    "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"), "div": write_div,
     "pow": _simple("Pow"), "where": _simple("Where"), "eq": _simple("Equal"), "lt": _simple("Less"),
     "gt": _simple("Greater"), "le": _simple("LessOrEqual"), "ge": _simple("GreaterOrEqual"),
     "stop_gradient": _simple("Identity"), "erf": _simple("Erf"),
-    "sign": _simple("Sign"), "maximum": _simple("Max"), "minimum": _simple("Min"), "logical_not": _simple("Not"),
+    "sign": write_sign, "maximum": _simple("Max"), "minimum": _simple("Min"), "logical_not": _simple("Not"),
     "ne": _ne, "rsqrt": _rsqrt, "log1p": _log1p, "mean": _reduce("ReduceMean", 18), "sum": _reduce("ReduceSum", 13),
     "max": _reduce("ReduceMax", 18), "slice": _slice, "broadcast_to": _broadcast_to, "argmax": _argmax,
     "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta),
@@ -303,7 +300,7 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
             w.names[id(value)] = renamed.get(id(value), value.name)
             if id(value) not in renamed:
                 typed.append(_value_info(onnx, value, w.names[id(value)]))
-        writer(w, node, [w.name(v) for v in node.inputs], w.name(node.outputs[0]))
+        writer(w, node, cast_inputs(w, node, [w.name(v) for v in node.inputs]), w.name(node.outputs[0]))
     outputs, names = [], []
     for value, out_name in zip(graph.outputs, graph.output_names or [v.name for v in graph.outputs]):
         if w.name(value) != out_name:  # outputs carry the plan's output names
