@@ -22,7 +22,8 @@ from .ir.builder import Builder
 from .ir.errors import GraphcError, PlanFormatError, clip, show
 from .ir.graph import Graph, Value, describe_location
 from .ir.types import BATCH, DType, TensorType
-from .executor.budget import DEFAULT_FRACTION, physical_memory, value_bytes
+from .executor.backends import NUMPY
+from .executor.budget import default_budget, value_bytes
 from .onnx_export import onnx_module
 from .onnx_external import ExternalData, model_folder
 
@@ -41,7 +42,7 @@ def import_onnx(path, device: str = "cpu", memory_budget=None):
 
     where = os.fspath(path)
     model = read_model(where, memory_budget)
-    budget = memory_budget or int(physical_memory() * DEFAULT_FRACTION)  # arrays made while importing are host ones
+    budget = memory_budget or default_budget(NUMPY)  # arrays made while importing are host ones
     reader = ModelReader(model, os.path.basename(where), budget, folder=model_folder(where))
     graph = reader.to_graph()
     refuse_oversized(graph, budget)  # before constant folding computes any of it
