@@ -57,7 +57,7 @@ def to_float64(model):
             if p is not None:
                 setattr(module, name, nn.Parameter(np.asarray(p.data, np.float64)))
         for name, b in list(module._buffers.items()):
-            if b is not None and np.issubdtype(b.data.dtype, np.floating):
+            if b is not None and np.issubdtype(b.array.dtype, np.floating):
                 module.register_buffer(name, np.asarray(b.data, np.float64))
     return model
 
