@@ -128,14 +128,15 @@ class Plan:
         return [self.backend.asarray(o) for o in outs]
 
     def hyper_arrays(self) -> list:
-        """The hyper-parameter inputs (each group's learning rate, float64 0-d arrays) that follow
-        the user's inputs: the one place the plan turns ``param_groups`` into graph inputs."""
+        """The hyper-parameter inputs (each group's learning rate, float64 0-d arrays on the
+        plan's device: cupy kernels take no host arrays) that follow the user's inputs: the one
+        place the plan turns ``param_groups`` into graph inputs."""
         rates = [float(group["lr"]) for group in self.param_groups]
         for index, lr in enumerate(rates):
             if not math.isfinite(lr):  # it would silently turn every parameter into NaN
                 raise NonFiniteError(f"training step {self.step_count + 1}: the learning rate of parameter group "
                                      f"{index} is {lr}; no state was changed")
-        return [np.asarray(lr, np.float64) for lr in rates]
+        return [self.backend.asarray(np.asarray(lr, np.float64)) for lr in rates]
 
     @property
     def step_count(self) -> int:

@@ -50,10 +50,30 @@ def _div(xp, spec):
     if mode is None:
         return _ufunc_kernel(xp.true_divide, spec)
     if spec.out_types[0].dtype.is_float:
-        if mode == "floor":  # numpy's float floor_divide is PyTorch's div_floor: both round (a - fmod(a, b)) / b
-            return _ufunc_kernel(xp.floor_divide, spec)
+        if mode == "floor":
+            return _float_floor_div(xp, spec)
         return _float_trunc_div(xp, spec)
     return _int_div(xp, spec, mode)
+
+
+def _float_floor_div(xp, spec):
+    """PyTorch's div_floor of floats: q = (a - fmod(a, b)) / b, one less where the remainder's
+    sign differs from b's, rounded to the nearest whole number (1 // 0.1 is 9, floor(1 / 0.1)
+    is 10); a / b where b is 0. numpy's floor_divide computes exactly that in one pass; cupy's
+    is floor(a / b), so other array modules spell it out."""
+    if xp.__name__ == "numpy":
+        return _ufunc_kernel(xp.floor_divide, spec)
+    want = spec.out_types[0].dtype.numpy
+
+    def run(a, b, out=None):
+        a, b = a.astype(want, copy=False), b.astype(want, copy=False)
+        remainder = xp.fmod(a, b)
+        q = (a - remainder) / b
+        q -= (remainder != 0) & ((b < 0) != (remainder < 0))
+        whole = xp.floor(q)
+        whole += (q - whole) > 0.5
+        return _finish(xp, xp.where(b == 0, a / b, whole), out)
+    return writes_out(run)
 
 
 def _float_trunc_div(xp, spec):
