@@ -135,7 +135,7 @@ def _draw(shape: list, distribution: str, dtype, device, requires_grad) -> Tenso
     tracer = next((d.tracer for d in shape if isinstance(d, SymInt) and d.tracer is not None), None)
     if tracer is not None:  # traced: a node of the plan, not numbers frozen at trace time
         dims = [d.sym if isinstance(d, SymInt) else int(d) for d in shape]
-        return _traced_draw(tracer, dims, distribution, DType.from_any(dtype) if dtype else DType.float32)
+        return tracer.draw(dims, distribution, DType.from_any(dtype) if dtype else DType.float32)
     draw = generator().standard_normal if distribution == "normal" else generator().random
     return _place(draw(shape).astype(_dtype(dtype)), device, requires_grad)
 
@@ -143,12 +143,8 @@ def _draw(shape: list, distribution: str, dtype, device, requires_grad) -> Tenso
 def _draw_like(t: Tensor, distribution: str, dtype, device) -> Tensor:
     dtype = DType.from_any(dtype) if dtype is not None else t.dtype
     if t._tracer is not None:
-        return _traced_draw(t._tracer, list(t._value.type.shape), distribution, dtype)
+        return t._tracer.draw(list(t._value.type.shape), distribution, dtype)
     return _draw(list(t.shape), distribution, dtype, device, False)
-
-
-def _traced_draw(tracer, dims: list, distribution: str, dtype: DType) -> Tensor:
-    return tracer.record("random", [], {"shape": dims, "distribution": distribution, "dtype": dtype.name})
 
 
 def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 
 from .autograd import is_grad_enabled
-from .creation import rand_like, randn_like
 from .dispatch import apply
 from .executor.backends import backend_of
 from .ir.errors import GraphcError, ShapeError, TraceError
@@ -66,6 +65,10 @@ def _write(tensor: Tensor, index, value, what: str) -> Tensor:
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
     return f"shape {tuple(shape)}" if shape is not None else repr(value)
+
+
+def _draw_like(current: Tensor, distribution: str) -> Tensor:
+    return current._tracer.draw(list(current._value.type.shape), distribution, current.dtype)
 
 
 def _need_float(tensor: Tensor, what: str) -> None:
@@ -155,7 +158,7 @@ def normal_(input, mean=0.0, std=1.0):
     _need_float(input, "normal_")
     if not std >= 0:
         raise GraphcError(f"normal_ expects std >= 0, got {std}")
-    return _in_place(input, "normal_", (), lambda cur: randn_like(cur) * std + mean,
+    return _in_place(input, "normal_", (), lambda cur: _draw_like(cur, "normal") * std + mean,
                      lambda: _write(input, ..., generator().normal(mean, std, size=input.shape), "normal_"))
 
 
@@ -171,7 +174,7 @@ def uniform_(input, a=0.0, b=1.0):
     _need_float(input, "uniform_")
     if not a <= b:
         raise GraphcError(f"uniform_ expects a <= b, got a={a} > b={b}")
-    return _in_place(input, "uniform_", (), lambda cur: rand_like(cur) * (b - a) + a,
+    return _in_place(input, "uniform_", (), lambda cur: _draw_like(cur, "uniform") * (b - a) + a,
                      lambda: _write(input, ..., generator().uniform(a, b, size=input.shape), "uniform_"))
 
 
@@ -258,8 +261,8 @@ def _arithmetic(op_name: str, compute):
     return torchsymbol(**_METHOD_ONLY)(method)
 
 
-add_ = _arithmetic("add", lambda x, other, alpha=1: x + (other if alpha == 1 else other * alpha))
-sub_ = _arithmetic("sub", lambda x, other, alpha=1: x - (other if alpha == 1 else other * alpha))
-mul_ = _arithmetic("mul", lambda x, other: x * other)
-div_ = _arithmetic("div", lambda x, other: x / other)
+add_ = _arithmetic("add", lambda x, other, alpha=1: x.add(other, alpha=alpha))
+sub_ = _arithmetic("sub", lambda x, other, alpha=1: x.sub(other, alpha=alpha))
+mul_ = _arithmetic("mul", lambda x, other: x.mul(other))
+div_ = _arithmetic("div", lambda x, other, rounding_mode=None: x.div(other, rounding_mode=rounding_mode))
 clamp_ = _arithmetic("clamp", lambda x, min=None, max=None: x.clamp(min, max))  # noqa: A006

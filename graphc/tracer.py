@@ -197,6 +197,10 @@ class Tracer:
         tensors = tuple(Tensor(_value=v, _tracer=self) for v in outputs)
         return tensors[0] if len(tensors) == 1 else tensors
 
+    def draw(self, dims: list, distribution: str, dtype: DType):
+        """A ``random`` node: fresh samples from the plan's generator at every run."""
+        return self.record("random", [], {"shape": dims, "distribution": distribution, "dtype": dtype.name})
+
     def _stop_gradient(self, value: Value, meta: dict) -> Value:
         if id(value) not in self._stopped:
             self._stopped[id(value)] = self.builder.emit1("stop_gradient", [value], meta=meta)
