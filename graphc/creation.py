@@ -47,7 +47,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         array = np.array(data)
     if dtype is not None:
         array = array.astype(_dtype(dtype))
-    elif array.dtype == np.float64 and not isinstance(data, np.ndarray):
+    elif array.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):  # np.float64(2.5) stays f64
         array = array.astype(_DEFAULT_FLOAT)
     DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
     return _place(np.ascontiguousarray(array) if array.ndim else array, device, requires_grad)

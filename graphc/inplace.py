@@ -25,7 +25,6 @@ from .autograd import is_grad_enabled
 from .dispatch import apply
 from .executor.backends import backend_of
 from .ir.errors import GraphcError, ShapeError, TraceError
-from .ir.types import promote
 from .random import generator
 from .surface import torchsymbol
 from .tensor import Tensor
@@ -62,6 +61,14 @@ def _write(tensor: Tensor, index, value, what: str) -> Tensor:
     return tensor
 
 
+def fits_in_place(result, target) -> bool:
+    """PyTorch's rule for an in-place result: it may be stored (cast) in a tensor of a category
+    as high or higher (bool < integer < float): ``f32 += f64`` is fine, ``int64 *= 0.5`` is not."""
+    def category(d):
+        return 2 if d.is_float else 0 if d.name == "bool" else 1
+    return category(result) <= category(target)
+
+
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
     return f"shape {tuple(shape)}" if shape is not None else repr(value)
@@ -84,6 +91,10 @@ def _tracer_for(tensor: Tensor, operands, what: str):
         return None
     if tensor._tracer is not None or tracer.state_name(tensor) is not None:
         return tracer
+    if tensor.requires_grad and tensor.is_leaf:  # a Parameter of a model the step does not name
+        raise TraceError(f"{what} changes a Parameter of shape {tuple(tensor.shape)} that is not part of the compiled "
+                         "step's models, which tracing would change once and the plan never; name its model in the "
+                         "step function (a global, closure or argument variable)", tracer.user_location())
     if any(isinstance(o, Tensor) and (o._tracer is not None or tracer.state_name(o)) for o in operands):
         raise TraceError(f"{what} writes a traced value into a tensor made outside the traced computation: the "
                          "plan could never change that tensor; build the result with tensor ops instead "
@@ -101,7 +112,7 @@ def _commit(tracer, tensor: Tensor, new, what: str, cast: bool = False) -> Tenso
     converted, as ``copy_`` does); returns ``tensor``, as PyTorch's in-place methods do."""
     current = _current(tracer, tensor)
     new = new if isinstance(new, Tensor) else Tensor(_value=tracer.lift(new, [current.dtype]), _tracer=tracer)
-    if not cast and promote(current.dtype, new.dtype) is not current.dtype:
+    if not cast and not fits_in_place(new.dtype, current.dtype):
         raise GraphcError(f"{what}: the result is {new.dtype.name}, which cannot be stored in place in a "
                           f"{current.dtype.name} tensor (as in PyTorch); use the out-of-place form",
                           tracer.user_location())
@@ -250,7 +261,7 @@ def _arithmetic(op_name: str, compute):
     def method(input, *args, **kwargs):
         def eager():
             out = compute(input, *args, **kwargs)
-            if promote(input.dtype, out.dtype) is not input.dtype:
+            if not fits_in_place(out.dtype, input.dtype):
                 raise GraphcError(f"{op_name}_: the result is {out.dtype.name}, which cannot be stored in place in "
                                   f"a {input.dtype.name} tensor (as in PyTorch); use the out-of-place {op_name}")
             return _write(input, ..., out, f"{op_name}_")
@@ -265,4 +276,23 @@ add_ = _arithmetic("add", lambda x, other, alpha=1: x.add(other, alpha=alpha))
 sub_ = _arithmetic("sub", lambda x, other, alpha=1: x.sub(other, alpha=alpha))
 mul_ = _arithmetic("mul", lambda x, other: x.mul(other))
 div_ = _arithmetic("div", lambda x, other, rounding_mode=None: x.div(other, rounding_mode=rounding_mode))
+floor_divide_ = _arithmetic("floor_divide", lambda x, other: x.floor_divide(other))
+pow_ = _arithmetic("pow", lambda x, exponent: x.pow(exponent))
+
+
+def rebind_data(tensor: Tensor, value) -> None:
+    """``t.data = value``: eagerly, ``t`` takes ``value``'s array (PyTorch's rebinding, any
+    shape); inside a trace, a write of the new contents (``p.data = p.data - lr * p.grad``),
+    which must keep ``t``'s shape and dtype."""
+    tracer = _tracer_for(tensor, (value,), "t.data = value")
+    if tracer is None:
+        tensor.array = value.array if isinstance(value, Tensor) else value
+        return
+    new = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
+    current = _current(tracer, tensor)._value.type
+    if tuple(new.dims) != tuple(current.shape) or new.dtype is not current.dtype:
+        raise TraceError(f"t.data = value with a {new.dtype.name}{list(new.dims)} value for a {current} tensor "
+                         "cannot be compiled: a plan keeps every tensor's shape and dtype", tracer.user_location())
+    _check_writable(tracer, tensor, "t.data = value")
+    _commit(tracer, tensor, new, "t.data = value")
 clamp_ = _arithmetic("clamp", lambda x, min=None, max=None: x.clamp(min, max))  # noqa: A006

@@ -54,7 +54,9 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        self.array = value.array if isinstance(value, Tensor) else value
+        from .inplace import rebind_data
+
+        rebind_data(self, value)
 
     # ---- what it is -------------------------------------------------------------
     @property
@@ -260,8 +262,8 @@ class Tensor:
         """A copy; gradients flow through it as in PyTorch."""
         from .autograd import is_grad_enabled
 
-        if self._tracer is not None:
-            return self
+        if self._tracer is not None:  # a new value: an in-place write to either side leaves the other
+            return apply("cast", [self], {"dtype": self.dtype.name})
         if self.requires_grad and is_grad_enabled():
             return apply("mul", [self, 1])  # a recorded copy (x * 1 is x exactly, -0.0 and NaN too)
         return Tensor(self.array.copy())
@@ -300,6 +302,8 @@ class Tensor:
     def __isub__(self, o): return self._in_place("sub_", "sub", o)
     def __imul__(self, o): return self._in_place("mul_", "mul", o)
     def __itruediv__(self, o): return self._in_place("div_", "div", o)
+    def __ifloordiv__(self, o): return self._in_place("floor_divide_", "floor_divide", o)
+    def __ipow__(self, o): return self._in_place("pow_", "pow", o)
 
     def _in_place(self, method: str, op: str, other):
         from .autograd import is_grad_enabled
@@ -310,7 +314,7 @@ class Tensor:
                               "PyTorch, update parameters inside `with gc.no_grad():` or through p.data")
         if self._tracer is not None or not recording:
             return getattr(self, method)(other)
-        return apply(op, [self, other])
+        return getattr(self, op)(other)
 
     def __neg__(self): return apply("neg", [self])
     def __abs__(self): return apply("abs", [self])

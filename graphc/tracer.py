@@ -93,6 +93,8 @@ class Tracer:
         self.current_state: dict[str, Value] = {}  # state name -> its value now (after in-place writes)
         self.updated_params: dict[int, tuple] = {}  # id(value written to a param) -> (name, where)
         self.aliased: set = set()  # ids of values made by, or read by, a view op (VIEW_OPS)
+        self.state_values: dict[int, str] = {}  # id(a state's value, first or written) -> state name
+        self.state_views: dict[int, tuple] = {}  # id(view of a state's value) -> (name, the value it views)
         self.arguments: set = set()  # ids of the traced function's inputs (the caller's arrays)
         self.keep_alive: list = []  # lifted tensors stay referenced so their ids stay unique
         self.state_arrays: dict[str, np.ndarray] = {}
@@ -116,6 +118,7 @@ class Tracer:
             self.builder.reserve(name)
             self.state_by_array[id(tensor.array)] = name
             self.current_state[name] = value
+            self.state_values[id(value)] = name
             self.state_arrays[name] = tensor.array
             self.state_tensors[name] = tensor
 
@@ -156,6 +159,7 @@ class Tracer:
             if name is not None:  # a parameter or buffer, as the step's in-place writes left it
                 return self.current_state[name]
             if x._tracer is self:
+                self._check_fresh(x._value)
                 return x._value
             if x._tracer is not None:
                 raise TraceError("a tensor from another trace was used here", self.user_location())
@@ -194,6 +198,9 @@ class Tracer:
             self.no_grad_values.update(id(v) for v in outputs)
         if op in VIEW_OPS:
             self.aliased.update([id(inputs[0]), *(id(v) for v in outputs)])
+            base = self._viewed_state(inputs[0])
+            if base is not None:
+                self.state_views.update((id(v), base) for v in outputs)
         tensors = tuple(Tensor(_value=v, _tracer=self) for v in outputs)
         return tensors[0] if len(tensors) == 1 else tensors
 
@@ -232,6 +239,20 @@ class Tracer:
             raise TraceError("only registered buffers can be updated inside a traced model", self.user_location())
         self.write_state(name, self.lift(new, [self.graph.state[name].type.dtype]))
 
+    def _viewed_state(self, value: Value):
+        """(state name, state value) when ``value`` is a state's value or a view of one."""
+        name = self.state_values.get(id(value))
+        return (name, value) if name is not None else self.state_views.get(id(value))
+
+    def _check_fresh(self, value: Value) -> None:
+        """A view of a parameter or buffer taken before an in-place update of it would, in
+        PyTorch, show the new values; the graph's view holds the old ones: refuse reading it."""
+        view = self.state_views.get(id(value))
+        if view is not None and self.current_state[view[0]] is not view[1]:
+            raise TraceError(f"this reads a view of {view[0]} (a reshape, slice or transpose of it) taken before its "
+                             "in-place update in the same compiled step, which would still show the old values; take "
+                             "the view again after the update", self.user_location())
+
     def write_state(self, name: str, new: Value) -> None:
         """``name <- new`` at this point of the step: the plan's update of that state, and what
         later reads in the trace see. The new value carries no gradient (PyTorch allows such
@@ -242,6 +263,7 @@ class Tracer:
                              self.user_location())
         self.graph.updates[name] = new
         self.current_state[name] = new
+        self.state_values.setdefault(id(new), name)  # (``b.copy_(a)`` may make a's value b's too)
         self.no_grad_values.add(id(new))
         if self.graph.state_roles[name] == "param":
             self.updated_params[id(new)] = (name, self.user_location())

@@ -7,7 +7,6 @@ import numpy as np
 
 from ..ir.errors import GraphcError, ShapeError, TraceError
 from ..tensor import Tensor
-from ..executor.backends import backend_of
 from ..tracer import user_source
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -67,14 +66,14 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise GraphcError(f"call super().__init__() in {type(self).__name__}.__init__ before assigning {name!r}")
-        if isinstance(value, Parameter):
+        if isinstance(value, Tensor) and value._tracer is not None and (name in self._buffers or
+                                                                        name in self._parameters):
+            self._assign_traced_state(name, value)
+        elif isinstance(value, Parameter):
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             self.add_module(name, value)
         elif name in self._buffers:
-            if isinstance(value, Tensor) and value._tracer is not None:
-                self._assign_traced_buffer(name, value)
-                return
             self._buffers[name] = value if value is None or isinstance(value, Tensor) else Tensor(np.asarray(value))
         elif name in self._parameters or name in self._modules:
             if value is not None:
@@ -84,16 +83,20 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _assign_traced_buffer(self, name: str, value: Tensor) -> None:
-        """``self.buf = <traced value>`` in a traced forward (or ``self.buf += x``): the plan's
-        update of that buffer, as PyTorch's rebinding is; the module keeps its own array."""
-        buffer, tracer = self._buffers[name], value._tracer
-        target = tracer.state_name(buffer) if buffer is not None else None
-        if target is None:
+    def _assign_traced_state(self, name: str, value: Tensor) -> None:
+        """``self.buf = <traced value>`` in a traced forward: the plan's update of that buffer,
+        as PyTorch's rebinding is (the module keeps its own array). ``self.w += x`` (an in-place
+        write, then this assignment of the same tensor) changes nothing more."""
+        table = self._buffers if name in self._buffers else self._parameters
+        current, tracer = table[name], value._tracer
+        target = tracer.state_name(current) if current is not None else None
+        if target is not None and tracer.state_name(value) == target:
+            return
+        if target is None or table is self._parameters:
             raise TraceError(f"{type(self).__name__}.{name} = <traced value>: only a buffer of the traced model can be "
-                             "updated inside it", tracer.user_location())
-        if tracer.state_name(value) != target:  # ``self.buf += x`` already wrote it (and returns its stand-in)
-            tracer.assign(buffer, value)
+                             "assigned inside it (change a parameter in place: p.copy_(...) under gc.no_grad())",
+                             tracer.user_location())
+        tracer.assign(current, value)
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers", "_modules"):
@@ -256,12 +259,14 @@ class Module:
             if key not in state_dict:
                 continue
             src = state_dict[key]
-            src = src.array if isinstance(src, Tensor) else np.asarray(src)
-            if src.shape != tensor.array.shape:
+            src = src if isinstance(src, Tensor) else Tensor(src if hasattr(src, "shape") else np.asarray(src))
+            if tuple(src.shape) != tuple(tensor.array.shape):
                 raise ShapeError(f"load_state_dict: {key} has shape {tuple(src.shape)}, "
                                  f"the model expects {tuple(tensor.array.shape)}")
-            # In place, so compiled plans that share this storage see the new values.
-            tensor.array[...] = backend_of(tensor.array).asarray(np.asarray(src).astype(tensor.array.dtype))
+            # In place, so compiled plans that share this storage see the new values; inside a
+            # compiled step, a state update reading the source's current values (a target
+            # network's ``target.load_state_dict(model.state_dict())``)
+            tensor.data.copy_(src)
         return IncompatibleKeys(missing, unexpected)
 
     def train(self, mode: bool = True):

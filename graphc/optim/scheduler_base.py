@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..ir.errors import GraphcError
+from ..ir.errors import GraphcError, TraceError
+from ..tracer import current_tracer
 
 
 class LRScheduler:
@@ -53,7 +54,13 @@ class LRScheduler:
         raise GraphcError(f"{type(self).__name__} must define get_lr()")
 
     def step(self, epoch=None) -> None:
-        """Advance one epoch (or, deprecated in PyTorch, jump to ``epoch`` by the closed form)."""
+        """Advance one epoch (or, deprecated in PyTorch, jump to ``epoch`` by the closed form).
+        Not inside a compiled function: it would change the learning rate once, while tracing."""
+        tracer = current_tracer()
+        if tracer is not None:
+            raise TraceError(f"{type(self).__name__}.step() inside a compiled function would change the learning "
+                             "rate once, while tracing, and never in the plan: call it outside the compiled step (the "
+                             "plan reads each group's learning rate at every call)", tracer.user_location())
         self._ready()
         self._step_count += 1
         self._update_lr(epoch)
