@@ -5,6 +5,8 @@ the OpDef's shape rule has checked the inputs.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .executor.backends import NUMPY, backend_of
 from .executor.run_node import run_node
 from .ir.errors import DeviceError, GraphcError
@@ -39,6 +41,14 @@ def weak_dtype(scalar, others) -> DType:
     return floats[0] if floats else DType.float32
 
 
+def scalar_array(value, dtype: DType):
+    """A Python scalar as a 0-d array of ``dtype``; an int out of an unsigned range wraps
+    around as in PyTorch (``uint8_tensor + (-2)``), where numpy raises OverflowError."""
+    if isinstance(value, int) and not isinstance(value, bool) and not dtype.is_float and dtype is not DType.bool:
+        return np.array(value, np.int64).astype(dtype.numpy)
+    return np.asarray(value, dtype.numpy)
+
+
 def eager_backend(tensors):
     """The backend all eager inputs live on (mixing devices is an error, as in PyTorch)."""
     backends = {backend_of(t.array).name: backend_of(t.array) for t in tensors}
@@ -60,7 +70,7 @@ def _run_eager(op, args, attrs):
         if isinstance(a, Tensor):
             arrays.append(a.array)
         else:
-            arrays.append(backend.xp.asarray(a, dtype=weak_dtype(a, tensor_dtypes).numpy))
+            arrays.append(backend.asarray(scalar_array(a, weak_dtype(a, tensor_dtypes))))
     in_types = [TensorType(a.shape, DType.from_any(a.dtype)) for a in arrays]
     try:
         out_types = infer_types(opdef, in_types, attrs)

@@ -256,7 +256,17 @@ class Tensor:
         return Tensor(self.array)
 
     def contiguous(self) -> "Tensor":
-        return self
+        """Itself when its array is C-contiguous (or traced), else a copy, as PyTorch's: an
+        in-place write to ``x.T.contiguous()`` must not reach ``x``.
+
+        >>> import graphc as gc
+        >>> x = gc.zeros(2, 3)
+        >>> x.contiguous() is x, x.T.contiguous().numpy().flags.c_contiguous
+        (True, True)
+        """
+        if self._tracer is not None or self.array.flags.c_contiguous:
+            return self
+        return self.clone()
 
     def clone(self) -> "Tensor":
         """A copy; gradients flow through it as in PyTorch."""

@@ -151,7 +151,7 @@ class Tracer:
     # ---- recording ----------------------------------------------------------------
     def lift(self, x, dtypes) -> Value:
         """The graph Value for a Tensor or Python scalar used as an op input."""
-        from .dispatch import weak_dtype
+        from .dispatch import scalar_array, weak_dtype
         from .tensor import Tensor
 
         if isinstance(x, Tensor):
@@ -175,7 +175,8 @@ class Tracer:
                 self.keep_alive.append(x)
             return value
         if isinstance(x, (bool, int, float, np.number)):
-            return self.builder.constant(x, weak_dtype(x, dtypes))
+            dtype = weak_dtype(x, dtypes)
+            return self.builder.constant(scalar_array(x, dtype), dtype)
         if isinstance(x, np.ndarray):  # a captured array: a constant, typed as eager dispatch types it
             dtype = weak_dtype(x, dtypes)
             return self.builder.constant(np.asarray(x, dtype.numpy), dtype)

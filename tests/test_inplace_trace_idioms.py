@@ -244,3 +244,21 @@ def test_in_place_results_follow_pytorch_casting():
 def test_a_numpy_float64_scalar_makes_a_float64_tensor():
     assert gc.tensor(np.float64(2.5)).dtype == gc.float64  # as torch.tensor; a Python float is float32
     assert gc.tensor(2.5).dtype == gc.float32
+
+
+def test_contiguous_copies_a_non_contiguous_tensor():
+    a = gc.tensor(np.arange(6.0).reshape(2, 3))
+    b = a.T.contiguous()
+    b += 1  # before: b shared a's array and changed it
+    assert a.numpy().tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert a.contiguous() is a
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_negative_int_with_an_unsigned_tensor_wraps_around_as_in_pytorch(compiled):
+    """``uint8 + (-2)`` raised numpy's raw OverflowError; PyTorch wraps (the scalar is cast)."""
+    u = np.array([1, 200], np.uint8)
+    fn = lambda a: (a + (-2), a * (-1), a - 3)  # noqa: E731
+    out = gc.compile(fn, (u,))(u) if compiled else [t.numpy() for t in fn(gc.tensor(u))]
+    assert [o.tolist() for o in out] == [[255, 198], [255, 56], [254, 197]]  # torch.uint8's answers
+    assert all(o.dtype == np.uint8 for o in out)
