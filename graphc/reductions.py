@@ -4,6 +4,8 @@ PyTorch); amax; argmax/argmin.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from collections import namedtuple
 
 from .dispatch import apply
@@ -59,7 +61,12 @@ def max(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
     if dim is None:
         return apply("max", [input], {"dims": None, "keepdim": False})
     values = apply("max", [input], {"dims": (dim,), "keepdim": keepdim})
-    return MaxResult(values, argmax(input, dim, keepdim))
+    return MaxResult(values, _indices_of_max(input, dim, keepdim))
+
+
+def _indices_of_max(input, dim, keepdim):
+    """``max(dim)``'s indices: bools too (PyTorch's max takes them, its argmax does not)."""
+    return argmax(input.cast("uint8") if input.dtype.name == "bool" else input, dim, keepdim)
 
 
 @torchsymbol(**_METHOD_AND_TOP)
@@ -73,10 +80,22 @@ def min(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
     if isinstance(dim, Tensor):
         return apply("minimum", [input, dim])
     if dim is None:
-        return -apply("max", [-input], {"dims": None, "keepdim": False})
-    neg = -input
-    values = -apply("max", [neg], {"dims": (dim,), "keepdim": keepdim})
-    return MaxResult(values, argmax(neg, dim, keepdim))
+        return _flip(apply("max", [_flip(input)], {"dims": None, "keepdim": False}))
+    flipped = _flip(input)
+    values = _flip(apply("max", [flipped], {"dims": (dim,), "keepdim": keepdim}))
+    return MaxResult(values, _indices_of_max(flipped, dim, keepdim))
+
+
+def _flip(x):
+    """An order-reversing map that is its own inverse and never overflows: -x for floats, not x
+    for bools, ~x (all ones minus x: 255 - x for uint8, -1 - x for int64) for integers, where
+    -x wraps (the minimum of uint8 [0, 5] came out as 5)."""
+    if x.dtype.is_float:
+        return -x
+    if x.dtype.name == "bool":
+        return apply("logical_not", [x])
+    info = np.iinfo(x.dtype.numpy)
+    return apply("sub", [int(info.max) + int(info.min), x])  # a Python int: it takes x's dtype
 
 
 @torchsymbol(**_METHOD_AND_TOP)

@@ -76,3 +76,20 @@ def test_floor_division_operators_and_int_power_operator_follow_pytorch():
         t ** -1  # before: silently 0s
     plan = gc.compile(lambda x: x // 2, example_inputs=(np.array([7, -7]),))
     assert plan(np.array([7, -7, 5])).tolist() == [3, -4, 2]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_min_of_unsigned_integer_and_bool_tensors(compiled):
+    """min was -max(-x): -x wraps for uint8 (min of [0, 5, 3] came out 3) and for int64's
+    smallest value, and bools raised "neg does not take bool"; PyTorch's answers below."""
+    cases = [(np.array([[0, 5, 3]], np.uint8), 0, [0], [0]),
+             (np.array([[np.iinfo(np.int64).min, 5]]), np.iinfo(np.int64).min, [np.iinfo(np.int64).min], [0]),
+             (np.array([[True, False]]), False, [False], [1])]
+    for data, smallest, values, indices in cases:
+        def fn(x):
+            result = x.min(1)
+            return x.min(), result.values, result.indices, x.max(1).indices
+        out = gc.compile(fn, (data,))(data) if compiled else [t.numpy() for t in fn(gc.tensor(data))]
+        assert out[0].item() == smallest and out[1].tolist() == values and out[2].tolist() == indices
+        assert out[1].dtype == data.dtype
+        assert out[3].tolist() == [int(np.argmax(data[0]))]
