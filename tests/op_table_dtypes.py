@@ -1,5 +1,5 @@
 """Dtype variants of the op table's samples: the same call with integer, bool, mixed int/float,
-mixed float32/float64 and 0-d inputs, for tests/test_dtypes_ops.py to compare with PyTorch.
+mixed float32/float64, uint8 and 0-d inputs, for tests/test_dtypes_ops.py to compare with PyTorch.
 
 The variants are derived from each op's first PyTorch-compared sample (tests/op_table.py), so a
 new op gets them with no extra list; they change only the sample's floating-point inputs (index
@@ -15,6 +15,7 @@ import numpy as np
 from op_table import F32, F64, I64, OP_INFO, OpInfo
 
 BOOL = np.dtype(np.bool_)
+U8 = np.dtype(np.uint8)
 
 
 def as_dtype(a: np.ndarray, dtype) -> np.ndarray:
@@ -23,6 +24,8 @@ def as_dtype(a: np.ndarray, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype == I64:
         return np.round(a.astype(F64) * 2).astype(I64)
+    if dtype == U8:  # small magnitudes, as images' pixels are unsigned
+        return np.round(np.abs(a.astype(F64)) * 2).astype(U8)
     if dtype == BOOL:
         return np.asarray(a > 0)
     return np.asarray(a.astype(dtype))
@@ -65,6 +68,10 @@ VARIANTS: dict[str, tuple[int, Callable]] = {
     "int64-0d-f32": (2, _rhs_zero_dim(I64, F32)),
     "bool-0d-int64": (2, _rhs_zero_dim(BOOL, I64)),
     "int64-0d-bool": (2, _rhs_zero_dim(I64, BOOL)),
+    "uint8": (1, _each(U8)),
+    "uint8-int64": (2, _each(U8, I64)),
+    "uint8-f32": (2, _each(U8, F32)),
+    "uint8-0d-int64": (2, _rhs_zero_dim(U8, I64)),
 }
 
 
