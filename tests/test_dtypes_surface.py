@@ -1,5 +1,5 @@
 """Result dtypes and values of surface calls with Python scalars and 0-d tensors (the cases the
-op table, which feeds arrays, cannot reach) on int64, bool, float32, float64 and 0-d inputs,
+op table, which feeds arrays, cannot reach) on int64, bool, uint8, float32, float64 and 0-d inputs,
 eager and compiled, against PyTorch (live, else tests/data/torch_test_dtypes_surface.npz).
 Each call is written once, ``fn(m, x)``, for ``m`` = graphc or torch."""
 from __future__ import annotations
@@ -38,6 +38,8 @@ CALLS = {
     "sum": lambda m, x: x.sum(),
     "mean": lambda m, x: x.mean(),
     "amax": lambda m, x: x.amax(),
+    "min": lambda m, x: x.min(),
+    "max": lambda m, x: x.max(),
     "argmax": lambda m, x: x.argmax(),
     "relu": lambda m, x: m.nn.functional.relu(x),
     "softmax": lambda m, x: m.nn.functional.softmax(x, dim=-1),
@@ -50,6 +52,7 @@ INPUTS = {
     "bool": np.array([[True, False, True], [False, False, True]]),
     "f32": np.array([[1.5, -0.25, 0.0], [2.0, 0.75, -3.5]], np.float32),
     "f64": np.array([[1.5, -0.25, 0.0], [2.0, 0.75, -3.5]], np.float64),
+    "uint8": np.array([[3, 200, 0], [1, 4, 255]], np.uint8),
     "0d-int64": np.array(3, np.int64),
     "0d-f32": np.array(-0.75, np.float32),
 }
