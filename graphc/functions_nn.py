@@ -233,6 +233,47 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 # ---- convolution and dropout ----------------------------------------------------------------
+def _pair(v, what="argument") -> tuple:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) != 2 or not all(isinstance(i, int) for i in v):
+        raise GraphcError(f"{what} must be an int or a pair of ints, got {v!r}")
+    return v
+
+
+@torchsymbol(**_F_ONLY)
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over (N, C, H, W) with weight (out, C/groups, kh, kw), the ``conv2d``
+    primitive. Declared here rather than in graphc.nn.functional so that ``conv1d`` below can
+    call it without this module importing graphc.nn (which imports this module).
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.conv2d(gc.ones(1, 2, 5, 5), gc.ones(3, 2, 3, 3), padding="same").shape
+    (1, 3, 5, 5)
+    """
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        padding = _string_padding(padding, kernel, _pair(stride, "stride"), _pair(dilation, "dilation"))
+    attrs = {"stride": _pair(stride, "stride"), "padding": _pair(padding, "padding"),
+             "dilation": _pair(dilation, "dilation"), "groups": groups}
+    return apply("conv2d", [input, weight] + ([bias] if bias is not None else []), attrs)
+
+
+def _string_padding(mode, kernel, stride, dilation):
+    if mode == "valid":
+        return (0, 0)
+    if mode != "same":
+        raise GraphcError(f"padding must be an int, a pair, 'same' or 'valid'; got {mode!r}")
+    if stride != (1, 1):
+        raise GraphcError("padding='same' needs stride 1 (as in PyTorch)")
+    total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    if any(t % 2 for t in total):
+        raise GraphcError(f"padding='same' with kernel {kernel} needs uneven padding, which graphc does not support")
+    return tuple(t // 2 for t in total)
+
+
 def _single(value, what):
     if isinstance(value, (tuple, list)):
         if len(value) != 1:
@@ -251,8 +292,6 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> F.conv1d(gc.ones(1, 2, 5), gc.ones(3, 2, 3), padding=1).shape
     (1, 3, 5)
     """
-    from .nn.functional import conv2d  # graphc.nn imports this module's declarations
-
     if input.ndim == 2:  # unbatched, as PyTorch allows
         return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if input.ndim != 3 or weight.ndim != 3:

@@ -10,43 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..dispatch import apply
+from ..functions_nn import _pair  # the pools read pairs as conv2d (declared there) does
 from ..ir.errors import GraphcError, ShapeError
 from ..tensor import Tensor
-
-
-def _pair(v, what="argument") -> tuple:
-    if isinstance(v, int):
-        return (v, v)
-    v = tuple(v)
-    if len(v) != 2 or not all(isinstance(i, int) for i in v):
-        raise GraphcError(f"{what} must be an int or a pair of ints, got {v!r}")
-    return v
 
 
 def linear(input, weight, bias=None):
     return apply("linear", [input, weight] + ([bias] if bias is not None else []))
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    kernel = tuple(weight.shape[2:])
-    if isinstance(padding, str):
-        padding = _string_padding(padding, kernel, _pair(stride, "stride"), _pair(dilation, "dilation"))
-    attrs = {"stride": _pair(stride, "stride"), "padding": _pair(padding, "padding"),
-             "dilation": _pair(dilation, "dilation"), "groups": groups}
-    return apply("conv2d", [input, weight] + ([bias] if bias is not None else []), attrs)
-
-
-def _string_padding(mode, kernel, stride, dilation):
-    if mode == "valid":
-        return (0, 0)
-    if mode != "same":
-        raise GraphcError(f"padding must be an int, a pair, 'same' or 'valid'; got {mode!r}")
-    if stride != (1, 1):
-        raise GraphcError("padding='same' needs stride 1 (as in PyTorch)")
-    total = [d * (k - 1) for d, k in zip(dilation, kernel)]
-    if any(t % 2 for t in total):
-        raise GraphcError(f"padding='same' with kernel {kernel} needs uneven padding, which graphc does not support")
-    return tuple(t // 2 for t in total)
+# conv2d is declared in graphc/functions_nn.py (F.conv2d below), where conv1d, written on it, lives
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
