@@ -6,7 +6,7 @@ step: no recompiling. Anything with ``param_groups`` works, including a loaded p
 The base class is in ``scheduler_base``; the basic schedules are here; ``scheduler_sequential``
 (``SequentialLR``), ``scheduler_cyclic`` (``CosineAnnealingWarmRestarts``, ``OneCycleLR``) and
 ``scheduler_plateau`` (``ReduceLROnPlateau``) hold the rest, re-exported below with the table
-that restores saved schedulers.
+that restores saved schedulers (filled in scheduler_base as each class is defined).
 """
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from bisect import bisect_right
 from collections import Counter
 
 from ..ir.errors import GraphcError
-from .scheduler_base import LRScheduler, attach, detach, plain  # noqa: F401  (re-exported)
+from .scheduler_base import SCHEDULERS, LRScheduler, attach, detach, plain, restorable  # noqa: F401  (re-exported)
 
 
+@restorable
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``, one function or one per parameter group.
 
@@ -63,6 +64,7 @@ class LambdaLR(LRScheduler):
         return super().describe() + missing
 
 
+@restorable
 class StepLR(LRScheduler):
     """Multiply the lr by ``gamma`` every ``step_size`` epochs.
 
@@ -89,6 +91,7 @@ class StepLR(LRScheduler):
         return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
 
 
+@restorable
 class MultiStepLR(LRScheduler):
     """Multiply the lr by ``gamma`` at each milestone epoch (a repeated milestone applies
     ``gamma`` once per repetition, as PyTorch's ``Counter`` does).
@@ -131,6 +134,7 @@ class MultiStepLR(LRScheduler):
         return self.last_epoch >= max(self.milestones, default=0)
 
 
+@restorable
 class ConstantLR(LRScheduler):
     """Scale the lr by ``factor`` until epoch ``total_iters``, then restore it.
 
@@ -165,6 +169,7 @@ class ConstantLR(LRScheduler):
         return self.last_epoch >= self.total_iters
 
 
+@restorable
 class LinearLR(LRScheduler):
     """Scale the lr linearly from ``start_factor`` to ``end_factor`` over ``total_iters`` epochs.
 
@@ -204,6 +209,7 @@ class LinearLR(LRScheduler):
         return self.last_epoch >= self.total_iters
 
 
+@restorable
 class ExponentialLR(LRScheduler):
     """Multiply the lr by ``gamma`` every epoch.
 
@@ -229,6 +235,7 @@ class ExponentialLR(LRScheduler):
         return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
+@restorable
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from the base lr to ``eta_min`` over ``T_max`` epochs (and back up
     after, following PyTorch's recursion).
@@ -273,14 +280,12 @@ from .scheduler_cyclic import CosineAnnealingWarmRestarts, OneCycleLR  # noqa: E
 from .scheduler_plateau import ReduceLROnPlateau  # noqa: E402
 from .scheduler_sequential import SequentialLR  # noqa: E402
 
-SCHEDULERS = {cls.__name__: cls for cls in (
-    StepLR, ExponentialLR, CosineAnnealingLR, MultiStepLR, ConstantLR, LinearLR, LambdaLR, SequentialLR,
-    CosineAnnealingWarmRestarts, OneCycleLR, ReduceLROnPlateau)}
-"""Every scheduler a plan file may name (``lr_schedulers[i].type``): ``gc.load`` rebuilds them."""
+# SCHEDULERS (re-exported from scheduler_base): every class above and these three, added by @restorable.
+
 
 def restore(entry, optimizer) -> LRScheduler:
     """Rebuild a scheduler from a saved ``{"type", "state"}`` entry, driving ``optimizer``
-    (a loaded plan). Types come from this module's own table, never imported by name."""
+    (a loaded plan). Types come from the ``SCHEDULERS`` table, never imported by name."""
     kind = entry.get("type") if isinstance(entry, dict) else None
     cls = SCHEDULERS.get(kind) if isinstance(kind, str) else None
     if cls is None:

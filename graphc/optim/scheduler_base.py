@@ -1,6 +1,6 @@
 """The scheduler base class: PyTorch's ``LRScheduler`` protocol (``step``, ``get_last_lr``,
 ``state_dict``/``load_state_dict``) and the registration of schedulers on the optimizer or plan
-they drive, so training plans save them."""
+they drive, so training plans save them, and the table of types plan files may name."""
 from __future__ import annotations
 
 from typing import ClassVar
@@ -148,6 +148,20 @@ class LRScheduler:
 
     def _current(self) -> list:
         return [g["lr"] for g in self.optimizer.param_groups]
+
+
+SCHEDULERS: dict[str, type] = {}
+"""Every scheduler a plan file may name (``lr_schedulers[i].type``, a SequentialLR's children):
+``gc.load`` rebuilds them from this table, never by importing a name. Each graphc scheduler adds
+itself with :func:`restorable` where it is defined, so the modules that look types up
+(``lr_scheduler.restore``, ``SequentialLR``) need no module that imports all the classes."""
+
+
+def restorable(cls: type) -> type:
+    """Class decorator: ``cls`` may be named in a plan file. Only graphc's own schedulers use it
+    (a subclass a user writes is not restorable by name: a plan file holds data, not code)."""
+    SCHEDULERS[cls.__name__] = cls
+    return cls
 
 
 def attach(owner, scheduler) -> None:

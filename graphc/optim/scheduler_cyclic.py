@@ -6,8 +6,9 @@ import math
 from typing import ClassVar
 
 from ..ir.errors import GraphcError
-from .scheduler_base import LRScheduler, plain
+from .scheduler_base import LRScheduler, plain, restorable
 
+@restorable
 class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine annealing restarted every ``T_i`` epochs, ``T_i`` starting at ``T_0`` and
     multiplied by ``T_mult`` at each restart. ``step(epoch)`` takes fractional epochs too.
@@ -67,6 +68,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_i = self.T_0 * self.T_mult ** n
 
 
+@restorable
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr from ``max_lr / div_factor`` up to ``max_lr`` over ``pct_start`` of
     ``total_steps``, then down to ``initial_lr / final_div_factor`` (cosine or linear); call

@@ -6,9 +6,10 @@ import math
 from typing import ClassVar
 
 from ..ir.errors import GraphcError
-from .scheduler_base import LRScheduler, attach
+from .scheduler_base import LRScheduler, attach, restorable
 from .scheduler_cyclic import per_group
 
+@restorable
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` once ``metrics`` (passed to ``step``) has not improved for
     ``patience`` epochs; then wait ``cooldown`` epochs before counting again.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ..ir.errors import GraphcError
-from .scheduler_base import LRScheduler, attach, detach
+from .scheduler_base import SCHEDULERS, LRScheduler, attach, detach, restorable
 from .scheduler_plateau import ReduceLROnPlateau
 
 # A SequentialLR saves each child's type as its index here (plan files hold numbers only).
@@ -14,6 +14,7 @@ CHILD_TYPES = ("StepLR", "ExponentialLR", "CosineAnnealingLR", "MultiStepLR", "C
                "CosineAnnealingWarmRestarts", "OneCycleLR")
 
 
+@restorable
 class SequentialLR(LRScheduler):
     """Run ``schedulers`` one after another, switching at the ``milestones`` epochs.
 
@@ -101,9 +102,7 @@ class SequentialLR(LRScheduler):
 
     def _child(self, index: int, code: int, state: dict) -> LRScheduler:
         """The live child ``index`` when it has the saved type (in-memory load), else a new one."""
-        from .lr_scheduler import SCHEDULERS
-
-        cls = SCHEDULERS[CHILD_TYPES[code]]
+        cls = SCHEDULERS[CHILD_TYPES[code]]  # every graphc scheduler is in it once graphc.optim is imported
         children = self._schedulers or []
         child = children[index] if index < len(children) and type(children[index]) is cls else cls.blank(self.optimizer)
         child.load_state_dict(state)
