@@ -79,6 +79,18 @@ class Plan:
         self.lr_schedulers: list = []
         self.producer = self.format_version = None  # set when loaded from a file
 
+    @classmethod
+    def from_parts(cls, parts, device="cpu", memory_budget: int | None = None) -> Plan:
+        """The plan a file's checked parts (``serialize.PlanParts``) describe, on ``device``."""
+        plan = cls(parts.graph, parts.state, device=device, kind=parts.kind, param_groups=parts.param_groups,
+                   memory_budget=memory_budget)
+        plan.rng.bit_generator.state = parts.rng_state
+        plan.metadata = parts.metadata
+        plan.lr_schedulers = parts.lr_schedulers
+        plan.producer = parts.producer
+        plan.format_version = parts.format_version
+        return plan
+
     # ---- running ----------------------------------------------------------------
     def __call__(self, *inputs, return_outputs: bool = False, **named):
         """Inference: the output(s). Training: one step, returning the loss as a 0-d array,
@@ -285,6 +297,21 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"<Plan {self.kind} {self.graph.name}: {len(self.graph.nodes)} nodes on {self.device}>"
+
+
+def load_plan(path, device="cpu", memory_budget: int | None = None) -> Plan:
+    """Read a plan file (``serialize.read_plan``: every problem is a ``PlanFormatError`` naming
+    ``path``) and build the plan on ``device``."""
+    from .serialize import read_plan
+
+    return Plan.from_parts(read_plan(path), device, memory_budget)
+
+
+def plan_from_bytes(data, device="cpu", memory_budget: int | None = None) -> Plan:
+    """A plan from a file's bytes (any buffer; ``serialize.read_plan_bytes``)."""
+    from .serialize import read_plan_bytes
+
+    return Plan.from_parts(read_plan_bytes(data), device, memory_budget)
 
 
 def _tensor_array(data):

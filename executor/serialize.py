@@ -9,18 +9,20 @@ bytes) load through the same checks. Loading checks magic, version and checksums
 parses the body, unpacks every field within the format's limits (``plan_limits``), and checks
 every field before allocating arrays. No pickle, no eval, no import by name: op names are
 looked up in the registry. Saving checks the same limits, so it never writes a file it cannot
-load.
+load. Reading gives the file's checked parts (``PlanParts``); ``executor.plan`` builds the Plan.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+from typing import NamedTuple
 
 import msgpack
 import numpy as np
 
 from ..ir._version import __version__
 from ..ir.errors import GraphcError, PlanFormatError
+from ..ir.graph import Graph
 from .atomic_write import write_atomically
 from .plan_data import DataSection, Placer, coalesce, padding, read_file, section
 from .plan_format import (
@@ -274,23 +276,36 @@ def _one_byte_source(rec: dict, name: str, has_section: bool) -> None:
              f"record holds its bytes in 'data')")
 
 
-def load_plan(path, device="cpu", memory_budget=None):
+class PlanParts(NamedTuple):
+    """What a plan file holds, every field checked: the runtime builds its Plan from these
+    (``executor.plan.load_plan``), as ONNX's ``load_model`` gives a proto that a runtime turns into a
+    session. The format never constructs a Plan, so ``plan`` may import it and not the reverse."""
+    graph: Graph
+    state: dict  # state entry name -> array (views of the file's data section where it allows)
+    kind: str  # "training" or "inference"
+    param_groups: list  # {"lr", optional "initial_lr"} per group
+    rng_state: dict  # a numpy PCG64 bit_generator.state
+    metadata: dict
+    lr_schedulers: list  # raw {"type", "state"} entries; graphc's gc.load rebuilds the classes
+    producer: str
+    format_version: tuple
+
+
+def read_plan(path) -> PlanParts:
     """Read a plan file; every problem raises ``PlanFormatError`` naming ``path``."""
     path = os.fsdecode(path)
     try:
         data = read_file(path)  # one read into an aligned, writable buffer: the state's arrays are views of it
-        return plan_from_bytes(data, device, memory_budget)
+        return read_plan_bytes(data)
     except OSError as e:
         raise PlanFormatError(f"cannot read plan file {path}: {e.strerror or e}") from None
     except PlanFormatError as e:
         raise PlanFormatError(f"{path}: {e.message}") from None
 
 
-def plan_from_bytes(data, device="cpu", memory_budget=None):
-    """A plan from the file's bytes (any buffer). The data section of a 1.3 file is used in
-    place when ``data`` is writable and 64-byte aligned (``load_plan``), else copied once."""
-    from .plan import Plan
-
+def read_plan_bytes(data) -> PlanParts:
+    """The parts of a plan from the file's bytes (any buffer). The data section of a 1.3 file is
+    used in place when ``data`` is writable and 64-byte aligned (``read_plan``), else copied once."""
     doc = read_document(data)
     body = doc["body"]
     try:
@@ -309,14 +324,8 @@ def plan_from_bytes(data, device="cpu", memory_budget=None):
         raise
     except (GraphcError, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as e:
         fail(f"{type(e).__name__}: {clip(e)}")
-    state = {name: arrays[name] for name in graph.state}
-    plan = Plan(graph, state, device=device, kind=doc["kind"], param_groups=groups, memory_budget=memory_budget)
-    plan.rng.bit_generator.state = rng_state
-    plan.metadata = metadata
-    plan.lr_schedulers = schedulers
-    plan.producer = doc["producer"]
-    plan.format_version = doc["format_version"]
-    return plan
+    return PlanParts(graph, {name: arrays[name] for name in graph.state}, doc["kind"], groups, rng_state, metadata,
+                     schedulers, doc["producer"], doc["format_version"])
 
 
 def _check_kind(kind: str, graph) -> None:

@@ -225,7 +225,7 @@ def load_model(path) -> Plan:
 
 
 def _load_plan(path, device, memory_budget) -> Plan:
-    from .executor.serialize import load_plan
+    from .executor.plan import load_plan
     from .optim.lr_scheduler import restore
 
     plan = load_plan(path, device, memory_budget)

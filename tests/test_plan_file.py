@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn, optim
-from graphc.executor.serialize import FORMAT_VERSION, plan_from_bytes, plan_to_bytes
+from graphc.executor.plan import plan_from_bytes
+from graphc.executor.serialize import FORMAT_VERSION, plan_to_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

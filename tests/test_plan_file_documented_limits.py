@@ -15,6 +15,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from graphc.executor.plan import plan_from_bytes
 from graphc.executor.plan_format import MAX_DIM
 from graphc.executor.plan_limits import (BODY_FIELDS, GRAPH_FIELDS, HEADER_FIELDS, HEADER_UNKNOWN, MAX_CALL_DEPTH,
                                          MAX_DIM_TEXT, MAX_EXPANDED, MAX_FUNCTIONS, MAX_IO, MAX_KEY_BYTES, MAX_KEYS,
@@ -23,7 +24,6 @@ from graphc.executor.plan_limits import (BODY_FIELDS, GRAPH_FIELDS, HEADER_FIELD
                                          MAX_TENSORS, MAX_VALUES, METADATA, METADATA_CONTAINERS, METADATA_DEPTH,
                                          METADATA_ITEMS, NODE_META)
 from test_plan_file import golden_body, pack_file, refuse
-from graphc.executor.serialize import plan_from_bytes
 
 FORMAT = Path(__file__).resolve().parent.parent / "docs" / "format.md"
 MSGPACK_DEPTH = 1024  # msgpack's own nesting limit (checked below)

@@ -18,8 +18,9 @@ import zlib
 import msgpack
 import numpy as np
 import pytest
+from graphc.executor.plan import plan_from_bytes
 from graphc.executor.plan_data import ALIGN, coalesce, crc32, read_file
-from graphc.executor.serialize import plan_from_bytes, plan_to_bytes
+from graphc.executor.serialize import plan_to_bytes
 from test_plan_file import (
     flip_outcomes,
     legacy_bytes,
