@@ -1,118 +1,19 @@
-"""``gc.trace`` and ``gc.compile``: from a model (or function) to an IR graph and a plan."""
+"""The front door: ``gc.trace``, ``gc.compile``, ``gc.export`` and ``gc.load``, over the builders
+(graphc/tracing.py traces, graphc/training.py builds training plans, graphc/onnx/ converts)."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-
-import numpy as np
 
 from .executor import Plan
 from .executor.backends import backend_of
 from .executor.run_node import run_graph_node
 from .passes.freeze import freeze
 from .passes.manager import run_pipeline
-from .passes.numeric_check import Example, check_verify
-from .ir.errors import GraphcError, PlanFormatError, TraceError
-from .ir.types import DType
+from .passes.numeric_check import check_verify
+from .ir.errors import GraphcError, PlanFormatError
 from .random import next_seed
-from .tensor import Tensor
-from .tracer import Tracer, active, input_names
-
-
-def _example_array(x, index):
-    if isinstance(x, Tensor) and x._tracer is None:
-        return x.numpy()  # also brings GPU tensors to the host: tracing needs shapes only
-    if isinstance(x, Tensor) or not hasattr(x, "__array__") and not isinstance(x, (list, float, int)):
-        raise GraphcError(f"example input {index} must be an array or an eager Tensor, got {type(x).__name__}")
-    array = backend_of(x).to_numpy(x) if hasattr(x, "__array__") else np.asarray(x)
-    array = np.asarray(array)
-    DType.from_any(array.dtype)
-    return array
-
-
-def numeric_example(verify, example_inputs, state_arrays: dict, rates=()) -> Example | None:
-    """What ``verify="numeric"`` runs each pass's graphs on (host copies of the example inputs
-    and of the state; ``rates``: each optimizer group's learning rate), or None without it."""
-    check_verify(verify)
-    if verify != "numeric":
-        return None
-    inputs = [_example_array(x, i) for i, x in enumerate(example_inputs)]
-    state = {name: backend_of(a).to_numpy(a) for name, a in state_arrays.items()}  # GPU models too
-    return Example(inputs, state, tuple(float(r) for r in rates))
-
-
-def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, names=None):
-    """Trace and also return the tracer (which holds the state arrays the plan shares).
-
-    ``root`` is the module whose parameters and buffers become graph state (default: ``fn``
-    when it is a Module); ``names`` overrides the input names taken from the signature.
-    """
-    from .nn.module import Module
-
-    root = root if root is not None else (fn if isinstance(fn, Module) else None)
-    arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
-    batched = next((a for a in arrays if a.ndim), None)  # the first input with a leading dim sets N
-    if batched is not None and batched.shape[0] == 0:
-        raise GraphcError("example inputs have a zero-size batch; trace with at least one example")
-    if name is None:
-        name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
-    tracer = Tracer(name, root)
-    batch = batched.shape[0] if batched is not None and dynamic_batch else None
-    tracer.batch_size = batch
-    names = names or input_names(fn, len(arrays))
-    symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
-               for n, a in zip(names, arrays)]
-    with tracing_modules(root, tracer), active(tracer):
-        result = fn(*symbols)
-    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-    if not any(isinstance(out, Tensor) for out in outputs):
-        raise TraceError("the traced function returned no tensor")
-    for i, out in enumerate(outputs):
-        if out is not None and not isinstance(out, Tensor):
-            raise TraceError(f"output {i} is a {type(out).__name__}, not a Tensor")
-    # None outputs (a model's loss when no targets are given) are no graph values: the plan
-    # puts None back at their positions (graph.meta["none_outputs"]).
-    tracer.graph.outputs = [tracer.lift(out, []) for out in outputs if out is not None]
-    none_at = [i for i, out in enumerate(outputs) if out is None]
-    if none_at:
-        tracer.graph.meta["none_outputs"] = none_at
-    tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
-                                 for i, out in enumerate(outputs) if out is not None]
-    refuse_float16(tracer.graph)
-    return tracer.graph, tracer
-
-
-FLOAT16_HINT = ("float16 runs in eager tensors only; compiled plans need float32 or float64 (BatchNorm and "
-                "optimizer math in half precision would need float32 master copies, which graphc does not "
-                "have yet): convert with model.float() and x.astype(np.float32)")
-
-
-def refuse_float16(graph) -> None:
-    """Compiled plans are float32/float64: say so at compile time, naming the first f16 value."""
-    for value in graph.inputs:
-        if value.type.dtype is DType.float16:
-            raise GraphcError(f"input {value.name!r} is {value.type}: {FLOAT16_HINT}")
-    for name, value in graph.state.items():
-        if value.type.dtype is DType.float16:
-            raise GraphcError(f"parameter or buffer {name!r} is {value.type}: {FLOAT16_HINT}")
-    for node in graph.nodes:
-        if any(v.type.dtype is DType.float16 for v in node.outputs):
-            raise GraphcError(f"{node.op} makes a float16 value: {FLOAT16_HINT}", node.location())
-
-
-@contextlib.contextmanager
-def tracing_modules(root, tracer):
-    """While tracing, every module of ``root`` reads its parameters and buffers as graph values,
-    wherever and however it is called (so none is frozen by an eager call)."""
-    marked = [m for m in root.modules() if m.__dict__.get("_gc_tracer") is None] if root is not None else []
-    for module in marked:
-        object.__setattr__(module, "_gc_tracer", tracer)
-    try:
-        yield
-    finally:
-        for module in marked:
-            object.__setattr__(module, "_gc_tracer", None)
+from .tracing import numeric_example, trace_model
 
 
 def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
@@ -207,7 +108,7 @@ def load(path, device="cpu", memory_budget=None, *, map_location=None, weights_o
     if kind == "safetensors":
         return load_safetensors(path)
     if kind != "plan":  # "onnx", or None: an unknown file named *.onnx, which the importer explains
-        from .onnx_import import import_onnx
+        from .onnx.importer import import_onnx
 
         return import_onnx(path, device, memory_budget)
     return _load_plan(path, device, memory_budget)
@@ -258,7 +159,7 @@ def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
         raise GraphcError("export: opset applies to ONNX files (a path ending in .onnx)")
     if isinstance(model, Plan):
         if onnx_path:
-            from .onnx_export import DEFAULT_OPSET, save_onnx
+            from .onnx.export import DEFAULT_OPSET, save_onnx
 
             save_onnx(model, path, opset or DEFAULT_OPSET)
             return model
@@ -279,7 +180,7 @@ def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
                          example=numeric_example(verify, example_inputs, weights))
     plan = Plan(graph, {}, kind="inference")
     if onnx_path:
-        from .onnx_export import DEFAULT_OPSET, save_onnx
+        from .onnx.export import DEFAULT_OPSET, save_onnx
 
         save_onnx(plan, path, opset or DEFAULT_OPSET)
     else:

@@ -12,6 +12,7 @@ from .passes.manager import run_pipeline
 from .passes.training import TRAINING
 from .random import next_seed
 from .tracer import input_names
+from .tracing import numeric_example, trace_model
 
 
 def trace_training_step(model: Module, example_inputs, loss_fn):
@@ -19,7 +20,6 @@ def trace_training_step(model: Module, example_inputs, loss_fn):
 
     The graph returns ``(loss, model outputs...)``; the last example input is the target.
     """
-    from .compile import trace_model
 
     if len(example_inputs) < 2:
         raise GraphcError("a training plan needs example_inputs=(inputs..., target)")
@@ -42,8 +42,6 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
                          verify=False, check_finite=True):
     """Trace the step, then run the training pipeline (passes/manager.py): forward fusions,
     autodiff, the non-finite guard, the optimizer update, cleanup."""
-    from .compile import numeric_example
-
     graph, tracer = trace_training_step(model, example_inputs, loss_fn)
     tensors = model.state_dict_tensors()
     groups = optimizer.spec({id(t): name for name, t in tensors.items()})
@@ -85,7 +83,6 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     state of the models it uses (graphc/step_trace.py). With ``backward()`` and
     ``optimizer.step()`` inside it is a training plan returning what the function returns;
     without, a forward plan that still reads the models' current parameters."""
-    from .compile import numeric_example, trace_model
     from .step_trace import discover_models, step_root
 
     models = discover_models(fn)

@@ -277,7 +277,7 @@ def test_plain_arguments_and_several_outputs():
 
 
 def test_second_derivatives_are_a_clear_error():
-    from graphc.compile import trace_model
+    from graphc.tracing import trace_model
     from graphc.ir.builder import Builder
     from graphc.passes.autodiff import autodiff
 

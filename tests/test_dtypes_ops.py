@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.compile import trace_model
+from graphc.tracing import trace_model
 from graphc.dispatch import apply
 from graphc.executor import Plan
 from graphc.ir import REGISTRY

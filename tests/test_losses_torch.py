@@ -20,7 +20,7 @@ import pytest
 import graphc as gc
 import graphc.nn.functional as F
 from graphc import nn, optim
-from graphc.compile import trace_model
+from graphc.tracing import trace_model
 from graphc.executor import Plan
 from graphc.passes.autodiff import autodiff
 from conftest import HAVE_TORCH

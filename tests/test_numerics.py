@@ -8,7 +8,7 @@ import pytest
 
 import graphc as gc
 from graphc import nn
-from graphc.compile import trace_model
+from graphc.tracing import trace_model
 from graphc.executor import Plan
 from graphc.passes.autodiff import autodiff
 

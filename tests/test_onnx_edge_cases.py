@@ -81,7 +81,7 @@ def test_op_matches_the_reference_in_values_and_dtype(case, folded, tmp_path):
 
 
 def test_every_reader_has_an_edge_case():
-    from graphc.onnx_readers import READERS
+    from graphc.onnx.readers import READERS
 
     assert set(READERS) - {c.op for c in CASES} - KNOWN == set()
 

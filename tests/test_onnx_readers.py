@@ -159,7 +159,7 @@ def test_each_imported_op_matches_onnx_reference(case, tmp_path):
 
 
 def test_every_reader_has_a_case():
-    from graphc.onnx_readers import READERS
+    from graphc.onnx.readers import READERS
 
     covered = {c[1] for c in CASES} | {"Greater"}
     shape_chain = {"Constant", "ConstantOfShape", "Shape", "Range"}  # the next test

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.compile import trace_model
+from graphc.tracing import trace_model
 from graphc.dispatch import apply
 from graphc.executor import Plan, get_backend
 from graphc.ir import REGISTRY, Builder, DType, Graph, TensorType, verify

@@ -16,7 +16,7 @@ import pytest
 import graphc as gc
 import graphc.nn.functional as F
 from graphc import ir, nn, optim
-from graphc.compile import trace_model
+from graphc.tracing import trace_model
 from graphc.executor.run_node import run_graph_node as evaluate_node
 from graphc.passes import manager
 from graphc.passes.cleanup import cse, dce, fold_constants

@@ -19,7 +19,7 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from graphc.cli import describe_plan, main as cli_main
-from graphc.compile import trace_model
+from graphc.tracing import trace_model
 from graphc.demo import build_model
 from graphc.executor.run_node import run_graph_node
 from graphc.ir.graph import Node
@@ -107,7 +107,7 @@ def imported(model, x, tmp_path, verify):
     it runs on the traced model frozen into constants: the same kind of graph (no state, the
     weights as constants), without ONNX's MatMul+Add spellings."""
     if importlib.util.find_spec("onnx") is not None:
-        from graphc.onnx_import import ModelReader, read_model
+        from graphc.onnx.importer import ModelReader, read_model
 
         path = tmp_path / "m.onnx"
         gc.export(model, (x,), path)

@@ -4,8 +4,8 @@ The file is read once, size-checked before the protobuf is parsed, and every ten
 checked before it becomes an array: a tensor whose declared size does not match the bytes it
 carries is refused before anything is allocated, and external data (``model.onnx.data``, as
 ``torch.onnx.export`` writes it) is read only from the model's own folder, with every
-location, offset and length checked first (``onnx_external``). Each ONNX node then becomes
-graphc ops through its reader in ``onnx_readers.READERS``; shape arithmetic (``Shape ->
+location, offset and length checked first (``external``). Each ONNX node then becomes
+graphc ops through its reader in ``readers.READERS``; shape arithmetic (``Shape ->
 Gather -> Concat -> Reshape``) is evaluated while importing, so the plan holds only tensor
 ops. The usual inference passes then run (BN folding, constant folding, the Linear/Conv +
 ReLU fusions).
@@ -18,18 +18,18 @@ import re
 
 import numpy as np
 
-from .ir.builder import Builder
-from .ir.errors import GraphcError, PlanFormatError, clip, show
-from .ir.graph import Graph, Value, describe_location
-from .ir.types import BATCH, DType, TensorType
-from .executor.backends import NUMPY
-from .executor.budget import default_budget, value_bytes
-from .onnx_export import onnx_module
-from .onnx_external import ExternalData, model_folder
+from ..ir.builder import Builder
+from ..ir.errors import GraphcError, PlanFormatError, clip, show
+from ..ir.graph import Graph, Value, describe_location
+from ..ir.types import BATCH, DType, TensorType
+from ..executor.backends import NUMPY
+from ..executor.budget import default_budget, value_bytes
+from .dtypes import NUMPY_DTYPES as _NUMPY_DTYPES
+from .export import onnx_module
+from .external import ExternalData, model_folder
 
 IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
-_NUMPY_DTYPES = {1: np.float32, 2: np.uint8, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
 _STATIC_ONLY_DTYPES = {6: np.int32, 3: np.int8, 5: np.int16}  # fine for shapes and indices, never as tensors
 _TYPED_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 5: "int32_data", 6: "int32_data",
                  7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data"}
@@ -37,8 +37,10 @@ _TYPED_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 5: "int32_da
 
 def import_onnx(path, device: str = "cpu", memory_budget=None):
     """The inference ``Plan`` for the ONNX model at ``path`` (what ``gc.load`` returns for it)."""
-    from .compile import Plan, next_seed, run_graph_node
-    from .passes.manager import run_pipeline
+    from ..executor import Plan
+    from ..executor.run_node import run_graph_node
+    from ..random import next_seed
+    from ..passes.manager import run_pipeline
 
     where = os.fspath(path)
     model = read_model(where, memory_budget)
@@ -209,7 +211,7 @@ class ModelReader:
         for info in onnx_graph.input:
             if info.name not in self.env:  # old files list initializers as inputs too
                 self._add_input(info)
-        from .onnx_readers import READERS
+        from .readers import READERS
 
         for index, node in enumerate(onnx_graph.node):
             self._read_node(READERS, index, node)

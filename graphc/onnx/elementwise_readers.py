@@ -1,4 +1,4 @@
-"""Readers of ONNX's elementwise ops (see ``onnx_readers`` for the contract).
+"""Readers of ONNX's elementwise ops (see ``readers`` for the contract).
 
 ONNX's arithmetic keeps its inputs' element type where PyTorch's promotes: integer ``Div``
 truncates toward zero and stays integer (graphc's ``div`` with ``rounding_mode="trunc"``),
@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from .ir.graph import Value
-from .ir.types import DType
-from .onnx_import import _NUMPY_DTYPES
-from .onnx_shape_readers import _known
+from ..ir.graph import Value
+from ..ir.types import DType
+from .dtypes import NUMPY_DTYPES as _NUMPY_DTYPES
+from .shape_readers import _known
 
 _NUMPY_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "eq": np.equal, "lt": np.less,
                  "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal, "maximum": np.maximum,

@@ -1,6 +1,6 @@
 """One reader per ONNX op: ``reader(r, args) -> [output, ...]``.
 
-``r`` is the ``onnx_import.ModelReader`` (``r.attrs()``, ``r.emit(op, inputs, attrs)``,
+``r`` is the ``importer.ModelReader`` (``r.attrs()``, ``r.emit(op, inputs, attrs)``,
 ``r.static(x, what)``, ``r.error(message)``); ``args`` holds one entry per ONNX input: a graph
 ``Value``, a numpy array known while importing (initializers, constants, shapes), or None for
 an omitted optional input. Readers of shape ops compute on known arrays directly, so
@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from .ir.graph import Value
-from .onnx_elementwise_readers import ELEMENTWISE_READERS, scalar
-from .onnx_shape_readers import SHAPE_READERS, _axes, _known, _rank, _shape
+from ..ir.graph import Value
+from .elementwise_readers import ELEMENTWISE_READERS, scalar
+from .shape_readers import SHAPE_READERS, _axes, _known, _rank, _shape
 
 # ---- linear algebra, convolution, normalization --------------------------------------------------
 def _matmul(r, args):

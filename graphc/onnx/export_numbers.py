@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir.ops._shapes import result_dtype
-from .ir.types import DType
+from ..ir.ops._shapes import result_dtype
+from ..ir.types import DType
+from .dtypes import ELEMENT_TYPES
 
-ELEMENT_TYPES = {DType.float32: 1, DType.uint8: 2, DType.int64: 7, DType.bool: 9, DType.float16: 10,
-                 DType.float64: 11}
 
 # op -> the input positions that must have the output's dtype in ONNX (None: all of them)
 _OUTPUT_DTYPE_INPUTS = {op: None for op in ("add", "sub", "mul", "div", "maximum", "minimum", "exp", "log", "sqrt",

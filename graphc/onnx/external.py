@@ -16,7 +16,7 @@ import stat
 
 import numpy as np
 
-from .ir.errors import PlanFormatError, show
+from ..ir.errors import PlanFormatError, show
 
 _KNOWN_KEYS = ("location", "offset", "length", "checksum")  # checksum: accepted unchecked, as onnxruntime does
 _NUMBER = re.compile(r"[0-9]{1,19}")  # a decimal that fits int64: offsets and lengths are never signed

@@ -12,9 +12,10 @@ import os
 
 import numpy as np
 
-from .ir.errors import GraphcError
-from .ir.types import DType, dim_poly
-from .onnx_export_numbers import ELEMENT_TYPES as _ELEMENT_TYPES, cast_inputs, write_div, write_sign
+from ..ir.errors import GraphcError
+from ..ir.types import DType, dim_poly
+from .dtypes import ELEMENT_TYPES as _ELEMENT_TYPES
+from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
 OPSETS = range(13, 22)  # the opsets whose forms of the ops below this writer knows

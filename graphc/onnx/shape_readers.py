@@ -1,4 +1,4 @@
-"""Readers of ONNX's shape and data-movement ops (see ``onnx_readers`` for the contract).
+"""Readers of ONNX's shape and data-movement ops (see ``readers`` for the contract).
 
 Known arrays are computed on at once; a shape read from a graph value with ``Shape`` is an
 object array whose batch entry is the symbolic dim ``"N"``, so that ``x.view(x.size(0), -1)``
@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from .ir.graph import Value
-from .ir.ops._shapes import broadcast
-from .ir.types import DType, dim_div, numel
+from ..ir.graph import Value
+from ..ir.ops._shapes import broadcast
+from ..ir.types import DType, dim_div, numel
 
 _INT64_MAX = 2**63 - 1
 
