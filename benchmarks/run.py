@@ -7,7 +7,7 @@ kernel type. Not a test.
 """
 import sys
 
-from graphc.cli import main
+from graphc.apps.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", *sys.argv[1:]]))  # through the CLI: bad options are one line, exit 2

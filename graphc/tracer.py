@@ -27,7 +27,7 @@ from . import executor as _executor, ir as _ir, passes as _passes
 # code that happens to ship with graphc: their nodes should point at their lines.
 PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep
                      for path in (__file__, _ir.__file__, _passes.__file__, _executor.__file__))
-APPLICATION_FILES = tuple(os.path.join(PACKAGE_DIRS[0], name) for name in ("demo.py", "bench.py"))
+APPLICATION_FILES = (os.path.join(PACKAGE_DIRS[0], "apps") + os.sep,)  # the demo's and the benchmarks' models
 
 
 def _is_library_frame(filename: str) -> bool:

@@ -170,7 +170,7 @@ def test_inspect_loadable_file_with_odd_meta(tmp_path, capsys):
     assert "Traceback" not in proc.stderr, proc.stderr[-300:]
     if proc.returncode != 0:
         assert_one_line_error(proc)
-    from graphc.cli import main
+    from graphc.apps.cli import main
 
     for k, passes in enumerate(("fold_bn", [1])):  # in-process: an exception here is the traceback
         status = main(["inspect", str(_golden_with_passes(tmp_path / f"{k}.graphc", passes))])
@@ -284,8 +284,8 @@ def test_console_script(files, tmp_path):
 
 
 def test_main_function_returns_status(files, tmp_path, capsys):
-    """``graphc.cli.main`` in-process, for more error cases without a process each."""
-    from graphc.cli import main
+    """``graphc.apps.cli.main`` in-process, for more error cases without a process each."""
+    from graphc.apps.cli import main
 
     assert main(["inspect", str(files / "cnn.graphc")]) == 0
     assert "kind: inference" in capsys.readouterr().out
@@ -315,7 +315,7 @@ def test_viz_writes_each_format_and_refuses_unknown_extensions(files, tmp_path):
 def test_bench_help_and_a_small_part_run(capsys):
     proc = graphc("bench", "--help")
     assert proc.returncode == 0 and "graphc bench" in proc.stdout
-    from graphc import bench
+    from graphc.apps import bench
 
     bench.chain_overhead(1)
     assert "us/node" in capsys.readouterr().out
@@ -323,9 +323,9 @@ def test_bench_help_and_a_small_part_run(capsys):
 
 # ---- messages and option checks -----------------------------------------------
 def assert_one_line_error_in_process(capsys, argv, *fragments):
-    """``graphc.cli.main(argv)`` returns 2 and prints one ``graphc: error:`` line (an exception
+    """``graphc.apps.cli.main(argv)`` returns 2 and prints one ``graphc: error:`` line (an exception
     escaping main is the traceback a user would see)."""
-    from graphc.cli import main
+    from graphc.apps.cli import main
 
     assert main([str(a) for a in argv]) == 2, argv
     captured = capsys.readouterr()
@@ -348,7 +348,7 @@ def _refuse_to_run(monkeypatch, module, *names):
 @pytest.mark.parametrize("argv", [["--steps", "0"], ["--rounds", "0"], ["--steps", "-3"], ["--rounds=-1"],
                                   ["--steps", "two"]])
 def test_bench_counts_below_one_are_refused_before_running(argv, monkeypatch, capsys):
-    from graphc import bench
+    from graphc.apps import bench
 
     _refuse_to_run(monkeypatch, bench, "train_pair", "infer_pair", "chain_overhead", "compile_time_and_memory")
     option = argv[0].split("=")[0]
@@ -358,7 +358,7 @@ def test_bench_counts_below_one_are_refused_before_running(argv, monkeypatch, ca
 
 @pytest.mark.parametrize("value", ["W4", "", "W2,", "W2;W5", "w1,nope"])
 def test_bench_only_unknown_parts_are_refused_before_running(value, monkeypatch, capsys):
-    from graphc import bench
+    from graphc.apps import bench
 
     _refuse_to_run(monkeypatch, bench, "train_pair", "infer_pair", "chain_overhead", "compile_time_and_memory")
     line = assert_one_line_error_in_process(capsys, ["bench", "--only", value], "--only", "W1, W2, W3, W5, MNV2")
@@ -366,7 +366,7 @@ def test_bench_only_unknown_parts_are_refused_before_running(value, monkeypatch,
 
 
 def test_bench_only_runs_the_named_parts_in_order(monkeypatch, capsys):
-    from graphc import bench
+    from graphc.apps import bench
 
     calls = []
     monkeypatch.setattr(bench, "train_pair", lambda kind, batch, opt: calls.append((kind, batch, opt)) or (0, 0, 0))
@@ -384,7 +384,7 @@ def test_bench_only_runs_the_named_parts_in_order(monkeypatch, capsys):
 
 
 def test_bench_models_have_torch_twins_with_the_same_keys():
-    from graphc import bench
+    from graphc.apps import bench
 
     for kind in bench.WORKLOADS:
         model = bench.build(kind)
@@ -395,7 +395,7 @@ def test_bench_models_have_torch_twins_with_the_same_keys():
 
 
 def test_bench_report_lines_never_fail(monkeypatch, capsys):
-    from graphc import bench_harness
+    from graphc.apps import bench_harness
 
     assert bench_harness.blas_line().startswith("numpy BLAS: ")
     monkeypatch.setattr(bench_harness.np, "show_config", None)  # what an odd numpy build could do
@@ -418,7 +418,7 @@ def test_bench_report_lines_never_fail(monkeypatch, capsys):
     (["--epochs", "0"], "--epochs", ">= 1"), (["--batch-size", "1"], "--batch-size", ">= 2"),
     (["--seed", "-1"], "--seed", ">= 0"), (["--epochs", "ten"], "--epochs", ">= 1")])
 def test_demo_bad_numbers_are_refused_before_training(argv, option, bound, monkeypatch, capsys, tmp_path):
-    from graphc import demo
+    from graphc.apps import demo
 
     _refuse_to_run(monkeypatch, demo, "train")
     assert_one_line_error_in_process(capsys, ["demo", "--out", tmp_path / "out", *argv], option, bound)
@@ -461,7 +461,7 @@ def two_inputs(tmp_path_factory):
 
 
 def test_run_npz_inputs_are_matched_by_name(two_inputs, tmp_path, capsys):
-    from graphc.cli import main
+    from graphc.apps.cli import main
 
     d, image, mask = two_inputs
     expected = gc.load(d / "two_in.graphc")(image, mask)
@@ -486,7 +486,7 @@ def test_run_npz_with_missing_or_extra_names(two_inputs, tmp_path, capsys, array
 
 def test_run_npz_with_one_array_for_a_one_input_plan(files, tmp_path, capsys):
     """np.savez(path, x) names the array arr_0: for a single-input plan any key will do."""
-    from graphc.cli import main
+    from graphc.apps.cli import main
 
     x = np.load(files / "x.npy")
     for k, arrays in enumerate(({"x": x}, {"arr_0": x}, {"images": x})):
@@ -533,8 +533,8 @@ def test_version():
 
 
 def _subcommand_parsers():
-    from graphc import bench, demo
-    from graphc.cli import build_parser
+    from graphc.apps import bench, demo
+    from graphc.apps.cli import build_parser
 
     top = build_parser()
     [sub] = [a for a in top._actions if a.choices and "run" in a.choices]
@@ -544,7 +544,7 @@ def _subcommand_parsers():
 
 @pytest.mark.parametrize("command", ["graphc", "inspect", "run", "viz", "demo", "bench"])
 def test_help_describes_every_option(command, capsys):
-    from graphc.cli import main
+    from graphc.apps.cli import main
 
     parser = _subcommand_parsers()[command]
     with pytest.raises(SystemExit) as exit_:
@@ -572,7 +572,7 @@ def test_viz_unwritable_output_names_the_users_path(files, tmp_path, capsys):
 
 @pytest.mark.parametrize("where", ["under_a_file", "is_a_file"])
 def test_demo_unusable_out_fails_before_training(where, tmp_path, monkeypatch, capsys):
-    from graphc import demo
+    from graphc.apps import demo
 
     _refuse_to_run(monkeypatch, demo, "train")
     (tmp_path / "notes.txt").write_text("a regular file\n")
@@ -581,7 +581,7 @@ def test_demo_unusable_out_fails_before_training(where, tmp_path, monkeypatch, c
 
 
 def test_demo_out_check_creates_the_folder_and_leaves_it_empty(tmp_path, monkeypatch, capsys):
-    from graphc import demo
+    from graphc.apps import demo
 
     def stop(*args, **kwargs):
         raise gc.GraphcError("stopped after the folder check")

@@ -176,7 +176,7 @@ def test_viewers_name_the_custom_op_and_show_its_body(tmp_path):
 
 
 def test_inspect_lists_the_bodies_a_plan_keeps(tmp_path, capsys):
-    from graphc.cli import main
+    from graphc.apps.cli import main
 
     model = Head()
     plan = gc.compile(model, (X, X[:, :4]), nn.MSELoss(), optim.SGD(model.parameters(), lr=0.1), passes="none")

@@ -18,7 +18,7 @@ import pytest
 import graphc as gc
 from custom_op_examples import log1pexp
 from graphc import nn, optim
-from graphc.cli import main as cli_main
+from graphc.apps.cli import main as cli_main
 
 RNG = np.random.default_rng(0)
 X8 = RNG.standard_normal((8, 4)).astype(np.float32)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.cli import main
+from graphc.apps.cli import main
 
 READS = "graphc reads plan files (plan.save, gc.export), safetensors state dicts (gc.save) and ONNX models"
 PICKLE = "is a pickle (torch.save's legacy format, or pickle.dump)"

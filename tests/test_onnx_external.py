@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.cli import main
+from graphc.apps.cli import main
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
-from graphc import cli, nn
+from graphc import nn
+from graphc.apps import cli
 from graphc.executor.plan import plan_from_bytes
 from graphc.executor.serialize import plan_to_bytes
 from test_plan_file import (HUGE_PREFIXES, LOAD_SECONDS, Raw, golden_body, golden_bytes, golden_inputs, golden_outer, load_or_refuse,

@@ -137,7 +137,7 @@ def test_hostile_scheduler_entries_are_refused(tmp_path, edit, message):
 
 
 def test_inspect_says_where_the_schedule_stands(tmp_path):
-    from graphc.cli import describe_plan
+    from graphc.apps.describe import describe_plan
 
     _, _, sched, step = setup("cosine")
     for _ in range(6):

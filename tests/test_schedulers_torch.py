@@ -261,7 +261,7 @@ def test_sequential_children_are_not_saved_twice():
 
 
 def test_inspect_describes_the_new_schedulers(tmp_path):
-    from graphc.cli import describe_plan
+    from graphc.apps.describe import describe_plan
 
     for name, expected in [
         ("ReduceLROnPlateau", "ReduceLROnPlateau(mode=min, factor=0.5, patience=2"),

@@ -18,9 +18,10 @@ import pytest
 
 import graphc as gc
 from graphc import nn, optim
-from graphc.cli import describe_plan, main as cli_main
+from graphc.apps.cli import main as cli_main
+from graphc.apps.describe import describe_plan
 from graphc.tracing import trace_model
-from graphc.demo import build_model
+from graphc.apps.demo import build_model
 from graphc.executor.run_node import run_graph_node
 from graphc.ir.graph import Node
 from graphc.passes import manager

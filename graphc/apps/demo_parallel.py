@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .ir.errors import GraphcError
+from ..ir.errors import GraphcError
 
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -36,7 +36,7 @@ def launch(processes: int, argv: list) -> int:
     Each process gets an equal share of the cores for its BLAS threads unless the caller chose
     a count: N processes each starting one thread per core would fight over the cores (on this
     2-core machine that made W2's step 2-5x slower, docs/distributed.md)."""
-    from . import distributed as dist
+    from .. import distributed as dist
 
     if not dist.is_available():
         raise GraphcError("graphc demo --processes needs mpi4py: pip install 'graphc[mpi]'")
@@ -51,7 +51,7 @@ def run_process(args, train, finish) -> int:
 
     A failure in any process ends the job (``MPI_Abort``) after printing it, instead of leaving
     the other processes waiting for it in a collective."""
-    from . import distributed as dist
+    from .. import distributed as dist
 
     dist.init_process_group("mpi", world_size=args.processes or -1)
     args.processes = dist.get_world_size()

@@ -10,10 +10,10 @@ import tracemalloc
 
 import numpy as np
 
-from . import compile as compile_plan
-from . import manual_seed, nn, optim, tensor
+from .. import compile as compile_plan
+from .. import manual_seed, nn, optim, tensor
 from .bench_harness import ab, blas_line, ort_pair, ort_status, print_profile, timed
-from .ir.errors import GraphcError
+from ..ir.errors import GraphcError
 
 try:
     import torch
@@ -263,7 +263,7 @@ def parse_only(text: str) -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import at_least
+    from .arguments import at_least
 
     parser = argparse.ArgumentParser(prog="graphc bench", description=__doc__)
     # both must be >= 1: each timing is a median, and a median of nothing has no value
@@ -313,11 +313,3 @@ def main(argv=None) -> int:
         elif part == "loop":
             loop_rows(args.steps, args.rounds)
     return 0
-
-
-if __name__ == "__main__":  # through the CLI's main: one-line errors, exit status 2
-    import sys
-
-    from .cli import main as cli_main
-
-    sys.exit(cli_main(["bench", *sys.argv[1:]]))

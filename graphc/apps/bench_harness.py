@@ -109,7 +109,7 @@ def blas_line() -> str:
 # ---- the W2 profile ----------------------------------------------------------------------------------
 def print_profile(step, x, y, steps: int = 10, limit: int = 12) -> None:
     """``gc.debug.profile`` of a train step: the per-op table and the ``limit`` slowest nodes."""
-    from . import debug
+    from .. import debug
 
     profile = getattr(debug, "profile", None)
     if profile is None:
@@ -129,7 +129,7 @@ def ort_pair(model, x):
 
     import onnxruntime
 
-    from .compile import export
+    from ..compile import export
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.onnx")

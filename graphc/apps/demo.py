@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .ir.errors import GraphcError
+from ..ir.errors import GraphcError
 
 
 def build_model():
     """conv+BN+ReLU blocks, pooling, dropout, a linear+ReLU head."""
-    from . import nn
+    from .. import nn
 
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
@@ -36,8 +36,8 @@ def data_parallel(model, train_set, args):
     """(the module the step calls, the loader, its sampler) for one process of a
     ``--processes N`` job: batch norm over the global batch, gradients averaged in the plan,
     each process reading its 1/N of every global batch of ``--batch-size`` images."""
-    from . import nn
-    from .data import DataLoader, DistributedSampler
+    from .. import nn
+    from ..data import DataLoader, DistributedSampler
 
     sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
     loader = DataLoader(train_set, batch_size=args.batch_size // args.processes, sampler=sampler)
@@ -45,7 +45,7 @@ def data_parallel(model, train_set, args):
 
 
 def mean_over_processes(value: float) -> float:
-    from . import distributed as dist
+    from .. import distributed as dist
 
     total = np.array([value])
     dist.all_reduce(total, dist.ReduceOp.AVG)
@@ -58,8 +58,8 @@ def train(args, log=print, rank: int = 0) -> dict:
     import graphc as gc
     from tqdm import tqdm
 
-    from . import nn, optim
-    from .data import DataLoader, datasets
+    from .. import nn, optim
+    from ..data import DataLoader, datasets
 
     gc.manual_seed(args.seed)
     train_set, test_set = datasets.digits("train"), datasets.digits("test")
@@ -93,7 +93,7 @@ def train(args, log=print, rank: int = 0) -> dict:
     compile_s = time.perf_counter() - start
     log(f"compiled the training step in {compile_s:.2f} s: {len(step.graph.nodes)} nodes on {step.device}")
     if args.verify:
-        from .cli import describe_verification
+        from .describe import describe_verification
 
         log("\n".join(describe_verification(step.graph.meta["verification"])))
     model.eval()
@@ -185,7 +185,7 @@ def check_output_folder(out: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import at_least
+    from .arguments import at_least
 
     parser = argparse.ArgumentParser(prog="graphc demo", description=__doc__)
     parser.add_argument("--epochs", type=at_least("--epochs", 1), default=10,
@@ -229,7 +229,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     check_output_folder(Path(args.out))
     args.start = time.perf_counter()
-    from . import demo_parallel, distributed
+    from .. import distributed
+    from . import demo_parallel
 
     if distributed.launched_by_mpiexec():  # one process of a job: join it
         return demo_parallel.run_process(args, train, finish)
