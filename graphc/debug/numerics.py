@@ -1,18 +1,16 @@
-"""Debugging helpers: compare two backends node by node, find the first non-finite node, and
-profile a step (``profile``, from graphc/profiling.py)."""
+"""Where numbers go wrong: compare two backends node by node, and find the first node that
+makes a NaN or an infinity."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .executor.backends import get_backend
-from .executor.run_node import run_graph_node
-from .ir.errors import GraphcError
-from .profiling import NodeTime, OpTime, Profile, profile
+from ..executor.backends import get_backend
+from ..executor.run_node import run_graph_node
+from ..ir.errors import GraphcError
 
-__all__ = ["Comparison", "Mismatch", "NodeTime", "NonFiniteNode", "OpTime", "Profile", "compare_backends",
-           "find_nonfinite", "profile"]
+__all__ = ["Comparison", "Mismatch", "NonFiniteNode", "compare_backends", "find_nonfinite"]
 
 
 @dataclass
@@ -110,7 +108,7 @@ def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
     >>> found.op, found.phase, found.inf
     ('log', 'forward', 2)
     """
-    from .ir.registry import get_op
+    from ..ir.registry import get_op
 
     backend = plan.backend
     env, batch = _step_inputs(plan, inputs, backend)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ir.errors import GraphcError
+from ..ir.errors import GraphcError
 
 
 @dataclass
