@@ -203,13 +203,9 @@ class Tensor:
         >>> layer.bias.grad.numpy().tolist()
         [2.0]
         """
-        if self._tracer is not None:
-            from .step_trace import traced_backward
+        from .tracer import EAGER
 
-            return traced_backward(self, gradient, retain_graph, create_graph, inputs)
-        from .autograd import backward
-
-        return backward(self, gradient, retain_graph, create_graph, inputs)
+        return (self._tracer or EAGER).backward(self, gradient, retain_graph, create_graph, inputs)
 
     @property
     def grad(self):

@@ -67,6 +67,28 @@ def current_tracer():
     return stack[-1] if stack else None
 
 
+class EagerTrace:
+    """The bottom of the trace stack: actions run now. A traced action goes to the trace in
+    hand (a tensor's own, or the current one), which does it its way: no caller tests for a
+    tracer (JAX's ``bind``)."""
+
+    def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        from .autograd import backward
+
+        backward(tensor, gradient, retain_graph, create_graph, inputs)
+
+    def optimizer_step(self, optimizer) -> None:
+        optimizer.eager_update().step()
+
+
+EAGER = EagerTrace()
+
+
+def current_trace():
+    """The trace that handles an action now: the innermost running trace, else :data:`EAGER`."""
+    return current_tracer() or EAGER
+
+
 @contextlib.contextmanager
 def active(tracer):
     """Make ``tracer`` the current trace for the duration of a ``with`` block."""
@@ -222,6 +244,17 @@ class Tracer:
         stand_in._origin = tensor  # its .grad is the parameter's own
         stand_in.requires_grad = tensor.requires_grad
         return stand_in
+
+    # ---- actions: backward() and optimizer.step() inside the traced function -----------
+    def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        from .step_trace import traced_backward
+
+        traced_backward(tensor, gradient, retain_graph, create_graph, inputs)
+
+    def optimizer_step(self, optimizer) -> None:
+        from .step_trace import traced_step
+
+        traced_step(optimizer, self)
 
     # ---- state: parameters and buffers ------------------------------------------------
     def state_name(self, tensor) -> str | None:

@@ -11,6 +11,7 @@ from .executor.run_node import run_graph_node
 from .passes.manager import run_pipeline
 from .passes.training import TRAINING
 from .random import next_seed
+from .step_models import discover_models, step_root
 from .tracer import input_names
 from .tracing import numeric_example, trace_model
 
@@ -83,7 +84,6 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     state of the models it uses (graphc/step_trace.py). With ``backward()`` and
     ``optimizer.step()`` inside it is a training plan returning what the function returns;
     without, a forward plan that still reads the models' current parameters."""
-    from .step_trace import discover_models, step_root
 
     models = discover_models(fn)
     for model in models.values():

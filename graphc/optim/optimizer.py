@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir.errors import GraphcError
 from ..tensor import Tensor
-from ..tracer import user_source
+from ..tracer import current_trace, user_source
 
 # Group keys that are not compiled into the plan: the learning rate (a plan input) and the
 # values schedulers keep beside it (OneCycleLR's max_lr and min_lr).
@@ -106,17 +106,10 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        tracer = next((p.grad._tracer for p in self.params() if p.grad is not None and p.grad._tracer is not None),
-                      None)
-        if tracer is not None:
-            from ..step_trace import traced_step
-
-            traced_step(self, tracer)
-        else:
-            self._eager_update().step()
+        current_trace().optimizer_step(self)  # now, or as update ops of the function being traced
         return loss
 
-    def _eager_update(self):
+    def eager_update(self):
         from .eager import EagerUpdate
 
         if self._eager is None:
@@ -222,7 +215,7 @@ class Optimizer:
 
         from ..executor.backends import backend_of
 
-        eager, params = self._eager_update(), self.params()
+        eager, params = self.eager_update(), self.params()
         for i, slots in state.items():
             index = int(i)
             if not 0 <= index < len(params):
@@ -253,12 +246,8 @@ def zero_grads(params, set_to_none: bool = True) -> None:
             continue
         if set_to_none:
             p.grad = None
-        elif p.grad._tracer is not None:
-            from ..step_trace import zero_grad_traced
-
-            zero_grad_traced(p, p.grad._tracer)
         else:
-            p.grad.array[...] = 0
+            p.grad.zero_()  # inside a trace, the traced gradient becomes zeros
 
 
 class SGD(Optimizer):
