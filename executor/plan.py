@@ -321,7 +321,7 @@ def _tensor_array(data):
     where ``np.asarray(tensor)`` would copy it to the host and back. A traced Tensor (no
     array) falls through to ``__array__``, which explains why it cannot be a plan input."""
     kind = type(data)
-    if not any(k.__name__ == "Tensor" and k.__module__ == "graphc.tensor" for k in kind.__mro__):
+    if not any(k.__name__ == "Tensor" and k.__module__ == "graphc.core.tensor" for k in kind.__mro__):
         return None
     backing = getattr(data, "array", None)
     return backing if hasattr(backing, "shape") and hasattr(backing, "dtype") else None

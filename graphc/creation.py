@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dispatch import apply
+from .core.dispatch import apply
 from .ir.errors import GraphcError
 from .ir.types import DType
 from .random import generator
-from .symint import SymInt, shape_args
-from .tensor import Tensor
+from .core.symint import SymInt, shape_args
+from .core.tensor import Tensor
 
 _DEFAULT_FLOAT = np.float32
 

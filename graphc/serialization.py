@@ -66,7 +66,7 @@ def _arrays(obj) -> dict:
     """The state dict's entries as contiguous numpy arrays on the host."""
     from .executor import Plan
     from .nn.module import Module
-    from .tensor import Tensor
+    from .core.tensor import Tensor
 
     if isinstance(obj, Module):
         raise GraphcError("gc.save writes state dicts: save model.state_dict() (graphc never pickles whole modules)")

@@ -11,8 +11,8 @@ from .executor.backends import backend_of
 from .ir.errors import GraphcError, TraceError
 from .ir.types import DType
 from .passes.numeric_check import Example, check_verify
-from .tensor import Tensor
-from .tracer import Tracer, active, input_names
+from .core.tensor import Tensor
+from .core.tracer import Tracer, active, input_names
 
 
 def _example_array(x, index):

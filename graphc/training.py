@@ -12,7 +12,7 @@ from .passes.manager import run_pipeline
 from .passes.training import TRAINING
 from .random import next_seed
 from .step_models import discover_models, step_root
-from .tracer import input_names
+from .core.tracer import input_names
 from .tracing import numeric_example, trace_model
 
 
@@ -81,7 +81,7 @@ def _attach(optimizer, plan, tracer) -> None:
 def compile_function(fn, example_inputs, passes="default", device="cpu", verify=False, memory_budget=None,
                      check_finite=True) -> Plan:
     """``gc.compile(train_step, example_inputs)`` for a plain function: trace it once with the
-    state of the models it uses (graphc/step_trace.py). With ``backward()`` and
+    state of the models it uses (graphc/step_models.py, graphc/core/step_trace.py). With ``backward()`` and
     ``optimizer.step()`` inside it is a training plan returning what the function returns;
     without, a forward plan that still reads the models' current parameters."""
 

@@ -17,7 +17,7 @@ def inline_calls(graph: Graph) -> Graph:
     """A copy of ``graph`` with no ``custom_call`` node (nested calls inlined too).
 
     >>> import graphc as gc
-    >>> from graphc.custom_ops import CustomOp
+    >>> from graphc.core.custom_ops import CustomOp
     >>> class Twice:
     ...     forward = staticmethod(lambda ctx, x: x * 2)
     ...     backward = staticmethod(lambda ctx, g: g * 2)

@@ -15,7 +15,7 @@ from .rewrite import substitute
 
 # graph.meta key: {"wrt": [param names], "groups": [...], "grads": {param: value name}} for
 # gc.compile(model, loss_fn=, optimizer=); {"placeholders": [...], "losses": [...]} for a traced
-# step function (graphc/step_trace.py), whose optimizer update is already in the graph.
+# step function (graphc/core/step_trace.py), whose optimizer update is already in the graph.
 TRAINING = "training"
 
 

@@ -730,7 +730,7 @@ def _collective_table() -> list[OpInfo]:
 def _custom_call_sample(cls, inputs, ref, desc, **kw) -> Sample:
     """A ``custom_call`` of the custom op ``cls`` traced for ``inputs``: its attrs hold the
     bodies, and the constants the bodies use are trailing inputs, as gc.custom_op calls it."""
-    from graphc.custom_ops import CustomOp, trace_bodies
+    from graphc.core.custom_ops import CustomOp, trace_bodies
     from graphc.ir.types import DType, TensorType
 
     types = tuple(TensorType(a.shape, DType.from_any(a.dtype)) for a in inputs)

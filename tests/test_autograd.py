@@ -1,4 +1,4 @@
-"""Eager autograd (graphc/autograd.py) and gradient clipping (graphc/nn/utils.py).
+"""Eager autograd (graphc/core/tape.py) and gradient clipping (graphc/nn/utils.py).
 
 - Every ``grad=True`` sample of the op table: eager ``backward()`` of ``sum(out * w)`` on
   leaves made with ``requires_grad`` against the gradient the compiled path computes for the
@@ -26,7 +26,7 @@ import pytest
 
 import graphc as gc
 from graphc import nn, optim
-from graphc.dispatch import apply
+from graphc.core.dispatch import apply
 from graphc.executor import Plan
 from graphc.ir import REGISTRY, Builder, DType, Graph, TensorType, Value
 from graphc.passes.autodiff import autodiff

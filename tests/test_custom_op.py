@@ -188,7 +188,7 @@ def test_inspect_lists_the_bodies_a_plan_keeps(tmp_path, capsys):
 
 
 def test_a_custom_op_keeps_a_bounded_number_of_traces():
-    from graphc.custom_ops import MAX_TRACES
+    from graphc.core.custom_ops import MAX_TRACES
 
     @gc.custom_op
     class Shift:

@@ -14,7 +14,7 @@ import pytest
 
 import graphc as gc
 from graphc.tracing import trace_model
-from graphc.dispatch import apply
+from graphc.core.dispatch import apply
 from graphc.executor import Plan
 from graphc.ir import REGISTRY
 

@@ -1,6 +1,6 @@
 """Op tests generated from tests/op_table.py (DESIGN.md section 7).
 
-For every sample of every ``OpInfo`` entry: eager (``graphc.dispatch.apply``) against the numpy
+For every sample of every ``OpInfo`` entry: eager (``graphc.core.dispatch.apply``) against the numpy
 reference, compiled against eager, and against the entry's PyTorch counterpart (live where torch
 is installed, else PyTorch's recorded outputs: tests/torch_refs.py). Plus: the table, the
 registry and the numpy kernel table cover the same ops, and bad inputs raise ``gc.ShapeError``.
@@ -12,7 +12,7 @@ import pytest
 
 import graphc as gc
 from graphc.tracing import trace_model
-from graphc.dispatch import apply
+from graphc.core.dispatch import apply
 from graphc.executor import Plan, get_backend
 from graphc.ir import REGISTRY, Builder, DType, Graph, TensorType, verify
 from graphc.ir.registry import infer_types

@@ -1,6 +1,6 @@
 """The measuring side of ``graphc bench``: timing, interleaved A/B rows, which BLAS numpy
 runs on, the W2 profile and the onnxruntime hook. The workloads (models, data, steps) are
-in graphc/bench.py, which counts as user code for the tracer's source lines."""
+in graphc/apps/bench.py, which counts as user code for the tracer's source lines."""
 from __future__ import annotations
 
 import ctypes

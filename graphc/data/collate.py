@@ -18,7 +18,7 @@ import numpy as np
 from ..executor.backends import backend_of
 from ..ir.errors import GraphcError, ShapeError
 from ..ir.types import DType
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 BATCHABLE = "tensors, numpy arrays, numbers, strings, dicts or lists"
 

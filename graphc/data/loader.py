@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.errors import GraphcError
 from ..random import Generator, numpy_generator
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .collate import default_collate, default_convert
 from .samplers import BatchSampler, RandomSampler, SequentialSampler
 

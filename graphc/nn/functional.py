@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import apply
+from ..core.dispatch import apply
 from ..functions_nn import _pair  # the pools read pairs as conv2d (declared there) does
 from ..ir.errors import GraphcError, ShapeError
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def linear(input, weight, bias=None):

@@ -14,10 +14,10 @@ import warnings
 
 import numpy as np
 
-from ..dispatch import apply
+from ..core.dispatch import apply
 from ..ir.errors import GraphcError, ShapeError
 from ..ir.types import DType
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 REDUCTIONS = ("mean", "sum", "none")
 

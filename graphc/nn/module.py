@@ -6,8 +6,8 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from ..ir.errors import GraphcError, ShapeError, TraceError
-from ..tensor import Tensor
-from ..tracer import user_source
+from ..core.tensor import Tensor
+from ..core.source import user_source
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 

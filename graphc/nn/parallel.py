@@ -54,7 +54,7 @@ class DistributedDataParallel(Module):
     def _mark_for_eager_backward(self, out) -> None:
         """Tag the tape entries of eager outputs, so that a ``backward()`` through them averages
         this module's gradients (traced outputs have no tape: the compiled plan averages)."""
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         outputs = out if isinstance(out, (tuple, list)) else (out.values() if isinstance(out, dict) else (out,))
         params = frozenset(id(p) for p in self.module.parameters())

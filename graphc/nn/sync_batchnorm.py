@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..autograd import no_grad
-from ..dispatch import apply
+from ..core.grad_mode import no_grad
+from ..core.dispatch import apply
 from . import functional as F
 from .normalization import _BatchNorm
 

@@ -1,7 +1,7 @@
 """``nn.utils``: gradient clipping with PyTorch's formulas, eager and inside compiled steps.
 
 They rewrite ``p.grad`` in place, as PyTorch; inside a function being compiled the in-place
-write rebinds the traced gradient (graphc/inplace.py), so the clipped gradients are what
+write rebinds the traced gradient (graphc/core/inplace.py), so the clipped gradients are what
 ``optimizer.step()`` records.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..ir.errors import GraphcError
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def _with_grads(parameters) -> list:

@@ -5,8 +5,9 @@ parameters' ``.grad`` (graphc/optim/eager.py)."""
 from __future__ import annotations
 
 from ..ir.errors import GraphcError
-from ..tensor import Tensor
-from ..tracer import current_trace, user_source
+from ..core.tensor import Tensor
+from ..core.tracer import current_trace
+from ..core.source import user_source
 
 # Group keys that are not compiled into the plan: the learning rate (a plan input) and the
 # values schedulers keep beside it (OneCycleLR's max_lr and min_lr).
@@ -100,7 +101,7 @@ class Optimizer:
         >>> layer.bias.numpy().tolist()
         [-0.5]
         """
-        from ..autograd import enable_grad
+        from ..core.grad_mode import enable_grad
 
         loss = None
         if closure is not None:

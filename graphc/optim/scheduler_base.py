@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..ir.errors import GraphcError, TraceError
-from ..tracer import current_tracer
+from ..core.tracer import current_tracer
 
 
 class LRScheduler:

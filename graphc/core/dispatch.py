@@ -5,14 +5,14 @@ the OpDef's shape rule has checked the inputs.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .executor.backends import NUMPY, backend_of
-from .executor.run_node import run_node
-from .ir.errors import DeviceError, GraphcError
-from .ir.registry import get_op, infer_types
-from .ir.types import DType, TensorType
-from . import autograd, random as _random
+from ..executor.backends import NUMPY, backend_of
+from ..executor.run_node import run_node
+from ..ir.errors import DeviceError, GraphcError
+from ..ir.registry import get_op, infer_types
+from ..ir.types import DType, TensorType
+from . import tape
+from .scalars import scalar_array, weak_dtype
+from .. import random as _random
 from .tracer import current_tracer
 
 
@@ -28,25 +28,6 @@ def apply(op: str, args: list, attrs: dict | None = None):
     if tracer is not None:
         return tracer.record(op, args, attrs or {})
     return _run_eager(op, args, attrs or {})
-
-
-def weak_dtype(scalar, others) -> DType:
-    """The dtype a Python scalar takes next to tensors of dtypes ``others`` (PyTorch's rule)."""
-    if isinstance(scalar, bool):
-        return DType.bool
-    if isinstance(scalar, int):
-        numeric = [d for d in others if d is not DType.bool]
-        return numeric[0] if numeric else DType.int64
-    floats = [d for d in others if d.is_float]
-    return floats[0] if floats else DType.float32
-
-
-def scalar_array(value, dtype: DType):
-    """A Python scalar as a 0-d array of ``dtype``; an int out of an unsigned range wraps
-    around as in PyTorch (``uint8_tensor + (-2)``), where numpy raises OverflowError."""
-    if isinstance(value, int) and not isinstance(value, bool) and not dtype.is_float and dtype is not DType.bool:
-        return np.array(value, np.int64).astype(dtype.numpy)
-    return np.asarray(value, dtype.numpy)
 
 
 def eager_backend(tensors):
@@ -75,7 +56,7 @@ def _run_eager(op, args, attrs):
     try:
         out_types = infer_types(opdef, in_types, attrs)
     except GraphcError as e:
-        from .tracer import user_source
+        from .source import user_source
 
         raise e.located(f"at {user_source()}") from None
     results = run_node(op, arrays, attrs, backend, _random.generator(), out_types)
@@ -85,6 +66,6 @@ def _run_eager(op, args, attrs):
         if r.dtype != t.dtype.numpy or r.shape != t.shape:
             raise GraphcError(f"kernel {op!r} returned {r.dtype}{list(r.shape)}, expected {t}")
         outs.append(Tensor(r))
-    if autograd.needs_recording(tensors):  # for loss.backward(): the same vjp rules as compiled plans
-        autograd.record(op, attrs, [a if isinstance(a, Tensor) else Tensor(x) for a, x in zip(args, arrays)], outs)
+    if tape.needs_recording(tensors):  # for loss.backward(): the same vjp rules as compiled plans
+        tape.record(op, attrs, [a if isinstance(a, Tensor) else Tensor(x) for a, x in zip(args, arrays)], outs)
     return outs[0] if len(outs) == 1 else tuple(outs)

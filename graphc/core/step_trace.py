@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import warnings
 
-from .ir.errors import TraceError
-from .ir.graph import Value
-from .passes.optimizers import add_optimizer_updates
-from .passes.training import TRAINING
+from ..ir.errors import TraceError
+from ..ir.graph import Value
+from ..passes.optimizers import add_optimizer_updates
+from ..passes.training import TRAINING
 
 # graph.meta[TRAINING] while tracing a step: {"placeholders": [{"value", "param", "loss"}], "losses": [...]}
 
@@ -34,7 +34,7 @@ def _meta(tracer) -> dict:
 
 def traced_backward(tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """``loss.backward()`` inside a function being compiled (see the module doc)."""
-    from .autograd import is_grad_enabled
+    from .grad_mode import is_grad_enabled
     from .tensor import Tensor
 
     tracer = tensor._tracer

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .dispatch import apply
-from .ir.errors import GraphcError, TraceError
-from .ir.types import DType
+from ..ir.errors import GraphcError, TraceError
+from ..ir.types import DType
 from .symint import SymInt
 
 
@@ -121,7 +121,7 @@ class Tensor:
     def device(self):
         """A ``gc.device``: ``device(type='cpu')`` or ``device(type='cuda', index=N)``."""
         from .device import device
-        from .executor.backends import backend_of
+        from ..executor.backends import backend_of
 
         return device("cpu" if self._tracer is not None else backend_of(self.array).name)
 
@@ -134,7 +134,7 @@ class Tensor:
         return self.array
 
     def numpy(self) -> np.ndarray:
-        from .executor.backends import backend_of
+        from ..executor.backends import backend_of
 
         data = self._concrete("Tensor.numpy()")
         return backend_of(data).to_numpy(data)
@@ -179,7 +179,7 @@ class Tensor:
         target, dtype, copy = parse_to(args, kwargs)
         out = self if dtype is None else self.cast(dtype)
         if target is not None and self._tracer is None:
-            from .executor.backends import backend_of, get_backend
+            from ..executor.backends import backend_of, get_backend
 
             backend, source = get_backend(target), backend_of(self.array)
             if backend is not source:
@@ -266,7 +266,7 @@ class Tensor:
 
     def clone(self) -> "Tensor":
         """A copy; gradients flow through it as in PyTorch."""
-        from .autograd import is_grad_enabled
+        from .grad_mode import is_grad_enabled
 
         if self._tracer is not None:  # a new value: an in-place write to either side leaves the other
             return apply("cast", [self], {"dtype": self.dtype.name})
@@ -312,7 +312,7 @@ class Tensor:
     def __ipow__(self, o): return self._in_place("pow_", "pow", o)
 
     def _in_place(self, method: str, op: str, other):
-        from .autograd import is_grad_enabled
+        from .grad_mode import is_grad_enabled
 
         recording = self.requires_grad and is_grad_enabled()
         if recording and (self._origin is not None or self._tracer is None and self.is_leaf):

@@ -2,7 +2,7 @@
 shape arguments (which may hold it) into attr data."""
 from __future__ import annotations
 
-from .ir.types import dim_poly
+from ..ir.types import dim_poly
 
 
 class SymInt(int):
@@ -24,7 +24,7 @@ class SymInt(int):
     def __mul__(self, other):
         if isinstance(other, int) and not isinstance(other, (SymInt, bool)):
             coef, power = dim_poly(self.sym)
-            from .ir.types import poly_dim
+            from ..ir.types import poly_dim
             return SymInt(int.__int__(self) * other, poly_dim(coef * other, power), self.tracer)
         return self._concrete() * other
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .dispatch import apply
-from .ir.errors import GraphcError
+from ..ir.errors import GraphcError
 
 
 def getitem(tensor, index):

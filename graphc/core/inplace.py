@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .autograd import is_grad_enabled
+from .grad_mode import is_grad_enabled
 from .dispatch import apply
-from .executor.backends import backend_of
-from .ir.errors import GraphcError, ShapeError, TraceError
-from .random import generator
-from .surface import torchsymbol
+from ..executor.backends import backend_of
+from ..ir.errors import GraphcError, ShapeError, TraceError
+from ..random import generator
+from ..surface import torchsymbol
 from .tensor import Tensor
 from .tracer import current_tracer
 
@@ -36,7 +36,7 @@ _METHOD_ONLY = dict(top=False, functional=False)
 # ---- eager writes -------------------------------------------------------------------------
 def _eager(tensor: Tensor, what: str) -> None:
     if tensor._grad_fn is not None and is_grad_enabled():
-        from .tracer import user_source
+        from .source import user_source
 
         raise GraphcError(f"{what} on a tensor computed with gradients recorded: its gradient would go wrong; write "
                           "x = x.op(...) instead (or change it inside gc.no_grad())", f"at {user_source()}")

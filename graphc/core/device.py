@@ -7,7 +7,7 @@ string takes a ``device`` too (they read ``str(device)``).
 """
 from __future__ import annotations
 
-from .ir.errors import DeviceError
+from ..ir.errors import DeviceError
 
 KINDS = ("cpu", "cuda")
 
@@ -81,8 +81,8 @@ def parse_to(args, kwargs) -> tuple:
     >>> parse_to(("cuda:0", DType.float64), {})
     ('cuda:0', <DType.float64: 'f64'>, False)
     """
-    from .ir.errors import GraphcError
-    from .ir.types import DType
+    from ..ir.errors import GraphcError
+    from ..ir.types import DType
     from .tensor import Tensor
 
     unknown = set(kwargs) - {"device", "dtype", "non_blocking", "copy", "memory_format"}

@@ -8,48 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
-import sys
 import threading
 
 import numpy as np
 
-from .autograd import is_grad_enabled
-from .ir.builder import Builder
-from .ir.errors import GraphcError, TraceError
-from .ir.graph import Graph, Value, describe_location
-from .ir.types import BATCH, DType, TensorType, dim_poly
-
-from . import executor as _executor, ir as _ir, passes as _passes
-
-# The folders of graphc's four packages: frames from files inside them are not "user" code,
-# except graphc's own applications (the demo and the benchmarks), whose models are user-level
-# code that happens to ship with graphc: their nodes should point at their lines.
-PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep
-                     for path in (__file__, _ir.__file__, _passes.__file__, _executor.__file__))
-APPLICATION_FILES = (os.path.join(PACKAGE_DIRS[0], "apps") + os.sep,)  # the demo's and the benchmarks' models
-
-
-def _is_library_frame(filename: str) -> bool:
-    if filename.startswith("<frozen "):  # the launcher (runpy for `python -m`), never user code
-        return True
-    return filename.startswith(PACKAGE_DIRS) and not filename.startswith(APPLICATION_FILES)
-
-
-def user_frame():
-    """The innermost stack frame whose code is outside graphc's library (or None)."""
-    frame = sys._getframe(1)
-    while frame is not None and _is_library_frame(frame.f_code.co_filename):
-        frame = frame.f_back
-    return frame
-
-
-def user_source() -> str | None:
-    frame = user_frame()
-    if frame is None:
-        return None
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-
+from .grad_mode import is_grad_enabled
+from .source import user_source
+from ..ir.builder import Builder
+from ..ir.errors import GraphcError, TraceError
+from ..ir.graph import Graph, Value, describe_location
+from ..ir.types import BATCH, DType, TensorType, dim_poly
 
 # The trace that owns traced actions on this thread (JAX's current trace): an op or an in-place
 # write on a model's parameter or buffer is recorded on it even when no argument is symbolic
@@ -73,7 +41,7 @@ class EagerTrace:
     tracer (JAX's ``bind``)."""
 
     def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        from .autograd import backward
+        from .tape import backward
 
         backward(tensor, gradient, retain_graph, create_graph, inputs)
 
@@ -173,7 +141,7 @@ class Tracer:
     # ---- recording ----------------------------------------------------------------
     def lift(self, x, dtypes) -> Value:
         """The graph Value for a Tensor or Python scalar used as an op input."""
-        from .dispatch import scalar_array, weak_dtype
+        from .scalars import scalar_array, weak_dtype
         from .tensor import Tensor
 
         if isinstance(x, Tensor):

@@ -30,10 +30,10 @@ import inspect
 import numpy as np
 
 from .dispatch import apply
-from .ir.errors import GraphcError, TraceError
-from .ir.graph import Value
-from .ir.registry import get_op
-from .ir.types import DType, TensorType
+from ..ir.errors import GraphcError, TraceError
+from ..ir.graph import Value
+from ..ir.registry import get_op
+from ..ir.types import DType, TensorType
 from .tensor import Tensor
 
 
@@ -263,7 +263,7 @@ def _call_user(op, method: str, ctx, *args):
     """``forward(ctx, *args)`` (or PyTorch 2's ``forward(*args)`` then ``setup_context(ctx,
     inputs, output)``) or ``backward(ctx, *grads)``, refusing random draws: a body that drew
     numbers eagerly (``gc.randn``) would hold them as constants, the same every call."""
-    from .random import generator
+    from ..random import generator
 
     before = generator().bit_generator.state
     try:
