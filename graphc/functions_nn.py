@@ -233,6 +233,30 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 # ---- convolution and dropout ----------------------------------------------------------------
+def _implicit_dim(ndim: int) -> int:
+    return 0 if ndim in (0, 1, 3) else 1  # PyTorch's legacy choice when dim is None
+
+
+@torchsymbol()
+def softmax(input, dim=None, dtype=None):
+    """Softmax over ``dim`` (``F.softmax``'s legacy implicit dim when None); ``dtype`` casts the
+    input first, as PyTorch's.
+
+    >>> import graphc as gc
+    >>> gc.tensor([[0.0, 0.0]]).softmax(-1).numpy().tolist()
+    [[0.5, 0.5]]
+    """
+    input = input if dtype is None else input.cast(dtype)
+    return apply("softmax", [input], {"dim": _implicit_dim(input.ndim) if dim is None else dim})
+
+
+@torchsymbol()
+def log_softmax(input, dim=None, dtype=None):
+    """``log(softmax(x))`` computed stably, over ``dim`` as :func:`softmax`."""
+    input = input if dtype is None else input.cast(dtype)
+    return apply("log_softmax", [input], {"dim": _implicit_dim(input.ndim) if dim is None else dim})
+
+
 def _pair(v, what="argument") -> tuple:
     if isinstance(v, int):
         return (v, v)

@@ -334,8 +334,6 @@ class Tensor:
 
     # exp, log, relu, clamp, eq, sum, max, reshape, split, normal_, ... are declared once in
     # graphc/functions.py, reductions.py, shaping.py and inplace.py (graphc.surface installs them).
-    def softmax(self, dim): return apply("softmax", [self], {"dim": dim})
-    def log_softmax(self, dim): return apply("log_softmax", [self], {"dim": dim})
 
     def cast(self, dtype) -> "Tensor":
         dtype = DType.from_any(dtype)

@@ -26,18 +26,6 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return apply("leaky_relu", [input], {"negative_slope": float(negative_slope)})
 
 
-def _implicit_dim(ndim: int) -> int:
-    return 0 if ndim in (0, 1, 3) else 1  # PyTorch's legacy choice when dim is None
-
-
-def softmax(input, dim=None):
-    return apply("softmax", [input], {"dim": _implicit_dim(input.ndim) if dim is None else dim})
-
-
-def log_softmax(input, dim=None):
-    return apply("log_softmax", [input], {"dim": _implicit_dim(input.ndim) if dim is None else dim})
-
-
 def _no_ceil(ceil_mode, what):
     if ceil_mode:
         raise GraphcError(f"{what}(ceil_mode=True) is not supported")
