@@ -20,16 +20,16 @@ float, double, long, half = float32, float64, int64, float16  # noqa: A001
 from .random import Generator, manual_seed  # noqa: E402
 from .core.tensor import Tensor  # noqa: E402
 from .core.device import device  # noqa: E402
-from .creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
+from .ops.creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
                        ones, ones_like, rand, rand_like, randn, randn_like, stack, tensor, zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .core.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
-from . import functions as _functions, surface as _surface  # noqa: E402
-from . import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
+from .ops import functions as _functions, surface as _surface  # noqa: E402
+from .ops import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
 from .core import inplace as _inplace  # noqa: E402,F401
-from . import reductions as _reductions, shaping as _shaping  # noqa: E402,F401
+from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F401
 
-_surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/functions.py
+_surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 
 import graphc as gc
 import graphc.nn.functional as F
-from graphc import surface
+from graphc.ops import surface
 
 
 @pytest.mark.parametrize("name", sorted(surface.METHODS))

@@ -26,7 +26,7 @@ from .dispatch import apply
 from ..executor.backends import backend_of
 from ..ir.errors import GraphcError, ShapeError, TraceError
 from ..random import generator
-from ..surface import torchsymbol
+from ..ops.surface import torchsymbol
 from .tensor import Tensor
 from .tracer import current_tracer
 

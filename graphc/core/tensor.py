@@ -3,8 +3,8 @@
 Every method funnels through :func:`graphc.dispatch.apply`, so the same code builds the
 graph when traced and computes when eager. This file holds what a tensor *is* (shape,
 dtype, device, conversions, operators); reductions, shape methods and in-place methods are
-declared in graphc/reductions.py, graphc/shaping.py and graphc/inplace.py (graphc.surface
-installs them), elementwise functions in graphc/functions.py.
+declared in graphc/ops/ (reductions.py, shaping.py, functions.py, functions_nn.py) and in
+graphc/core/inplace.py; graphc.ops.surface installs them.
 """
 from __future__ import annotations
 
@@ -296,7 +296,7 @@ class Tensor:
     def __rmul__(self, o): return apply("mul", [o, self])
     def __truediv__(self, o): return apply("div", [self, o])
     def __rtruediv__(self, o): return apply("div", [o, self])
-    def __pow__(self, o): return self.pow(o)  # graphc/functions.py: refuses int ** negative int, as PyTorch
+    def __pow__(self, o): return self.pow(o)  # graphc/ops/functions.py: refuses int ** negative int, as PyTorch
     def __floordiv__(self, o): return apply("div", [self, o], {"rounding_mode": "floor"})
     def __rfloordiv__(self, o): return apply("div", [o, self], {"rounding_mode": "floor"})
     def __rpow__(self, o): return apply("pow", [o, self])
@@ -333,7 +333,7 @@ class Tensor:
     def __invert__(self): return apply("logical_not", [self])
 
     # exp, log, relu, clamp, eq, sum, max, reshape, split, normal_, ... are declared once in
-    # graphc/functions.py, reductions.py, shaping.py and inplace.py (graphc.surface installs them).
+    # graphc/ops/ (functions.py, reductions.py, shaping.py) and core/inplace.py (graphc.ops.surface installs them).
 
     def cast(self, dtype) -> "Tensor":
         dtype = DType.from_any(dtype)

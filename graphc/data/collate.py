@@ -108,7 +108,7 @@ def _stack_tensors(samples: list, where: str) -> Tensor:
                           f"{sorted({_type_name(s) for s in samples})}")
     _same_shapes(samples, where)
     if any(s.requires_grad for s in samples):  # recorded, so gradients reach the samples (as torch.stack)
-        from ..creation import stack
+        from ..ops.creation import stack
 
         return stack(samples)
     arrays = [s._concrete(f"default_collate of {where}") for s in samples]

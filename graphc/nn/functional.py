@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.dispatch import apply
-from ..functions_nn import _pair  # the pools read pairs as conv2d (declared there) does
+from ..ops.functions_nn import _pair  # the pools read pairs as conv2d (declared there) does
 from ..ir.errors import GraphcError, ShapeError
 from ..core.tensor import Tensor
 
@@ -19,7 +19,7 @@ def linear(input, weight, bias=None):
     return apply("linear", [input, weight] + ([bias] if bias is not None else []))
 
 
-# conv2d is declared in graphc/functions_nn.py (F.conv2d below), where conv1d, written on it, lives
+# conv2d is declared in graphc/ops/functions_nn.py (F.conv2d below), where conv1d, written on it, lives
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -257,10 +257,10 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 from .losses_functional import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402,F401
                                 cross_entropy, huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 
-# relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/functions.py for Tensor.x, gc.x and F.x;
-# gelu, silu, layer_norm, embedding, conv1d, dropout2d, ... in graphc/functions_nn.py
-from .. import functions as _functions  # noqa: E402,F401  (declares them)
-from .. import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer_norm, embedding, conv1d, ...)
-from ..surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
+# relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/ops/functions.py for Tensor.x, gc.x and F.x;
+# gelu, silu, layer_norm, embedding, conv1d, conv2d, softmax, ... in graphc/ops/functions_nn.py
+from ..ops import functions as _functions  # noqa: E402,F401  (declares them)
+from ..ops import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer_norm, embedding, conv1d, ...)
+from ..ops.surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
 
 globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})

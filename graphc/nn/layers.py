@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..functions_nn import check_embedding_options, padding_row
+from ..ops.functions_nn import check_embedding_options, padding_row
 from ..ir.errors import GraphcError
 from ..random import generator
 from . import functional as F

@@ -38,7 +38,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     """
     params = _with_grads(parameters)
     if not params:
-        from ..creation import tensor
+        from ..ops.creation import tensor
 
         return tensor(0.0)
     norm_type = float(norm_type)

@@ -7,11 +7,11 @@ the batch size, so split/chunk/unbind along it raise a ``TraceError``.
 """
 from __future__ import annotations
 
-from .core.dispatch import apply
-from .ir.errors import GraphcError, TraceError
-from .ir.types import is_static
+from ..core.dispatch import apply
+from ..ir.errors import GraphcError, TraceError
+from ..ir.types import is_static
 from .surface import torchsymbol
-from .core.symint import SymInt, dims_attr, shape_args
+from ..core.symint import SymInt, dims_attr, shape_args
 
 _METHOD_ONLY = dict(top=False, functional=False)
 _METHOD_AND_TOP = dict(functional=False)

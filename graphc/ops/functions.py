@@ -5,7 +5,7 @@ functions, so their gradient comes from autodiff with no rule of their own.
 """
 from __future__ import annotations
 
-from .core.dispatch import apply
+from ..core.dispatch import apply
 from .surface import torchsymbol
 
 
@@ -198,10 +198,10 @@ def flatten(input, start_dim=0, end_dim=-1):
 # ---- masks and triangles (composites of ``where``) -------------------------------------------------
 import numpy as np  # noqa: E402  (this section's imports, kept with it: later sections append below)
 
-from .executor.backends import backend_of  # noqa: E402
-from .ir.errors import GraphcError, ShapeError, TraceError  # noqa: E402
-from .ir.types import is_static  # noqa: E402
-from .core.tensor import Tensor  # noqa: E402
+from ..executor.backends import backend_of  # noqa: E402
+from ..ir.errors import GraphcError, ShapeError, TraceError  # noqa: E402
+from ..ir.types import is_static  # noqa: E402
+from ..core.tensor import Tensor  # noqa: E402
 
 
 @torchsymbol(functional=False)

@@ -8,10 +8,10 @@ import numpy as np
 
 from collections import namedtuple
 
-from .core.dispatch import apply
-from .ir.errors import ShapeError
+from ..core.dispatch import apply
+from ..ir.errors import ShapeError
 from .surface import torchsymbol
-from .core.tensor import Tensor
+from ..core.tensor import Tensor
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 _METHOD_AND_TOP = dict(functional=False)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core.dispatch import apply
-from .ir.errors import GraphcError
-from .ir.types import DType
-from .random import generator
-from .core.symint import SymInt, shape_args
-from .core.tensor import Tensor
+from ..core.dispatch import apply
+from ..ir.errors import GraphcError
+from ..ir.types import DType
+from ..random import generator
+from ..core.symint import SymInt, shape_args
+from ..core.tensor import Tensor
 
 _DEFAULT_FLOAT = np.float32
 
@@ -26,7 +26,7 @@ def _place(array: np.ndarray, device, requires_grad: bool = False) -> Tensor:
     """A Tensor holding ``array`` on ``device`` (None: the CPU, without copying); a leaf that
     records its gradient with ``requires_grad=True``."""
     if device is not None:
-        from .executor.backends import get_backend
+        from ..executor.backends import get_backend
 
         array = get_backend(str(device)).asarray(array)
     out = Tensor(array)

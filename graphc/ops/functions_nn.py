@@ -18,11 +18,11 @@ import math
 
 import numpy as np
 
-from .core.dispatch import apply
+from ..core.dispatch import apply
 from .functions import clamp, exp, log1p, rsqrt, sigmoid, tanh, where
-from .ir.errors import GraphcError, ShapeError
+from ..ir.errors import GraphcError, ShapeError
 from .surface import torchsymbol
-from .core.tensor import Tensor
+from ..core.tensor import Tensor
 
 _F_ONLY = {"method": False, "top": False}  # torch.nn.functional.x only
 _F_AND_TOP = {"method": False}  # torch.x and torch.nn.functional.x
