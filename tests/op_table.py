@@ -272,7 +272,25 @@ def _unary_table():
                    "sign": np.sign}.items():
         samples = _unary_samples(fn, nz, [S([ints(-5, 6, 3, 4)], ew(fn), "int64", grad=False)])
         t[op] = OpInfo(op, samples, torch_unary(op))  # torch.neg, torch.abs, ...: namesakes
+    t.update(_rounding_table())
     return list(t.values())
+
+
+def _rounding_table() -> dict:
+    """floor, ceil, round, trunc: literal inputs (no draws from the table's generator, so no
+    other sample changes), a step from the nearest integer and from the halves, so finite
+    differences see the zero gradient; ties and integers checked without gradients."""
+    grid = np.array([[-2.7, -1.3, -0.6, -0.2], [0.2, 0.7, 1.4, 2.8], [3.35, -3.35, 4.65, -4.65]])
+    ties = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], F32)  # round: halves to even, as PyTorch
+    table = {}
+    for op, fn in {"floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc}.items():
+        samples = [S([grid.astype(F32)], ew(fn), "f32"), S([grid], ew(fn), "f64"),
+                   S([fortran(grid.astype(F32))], ew(fn), "noncontig-transposed"),
+                   S([np.array(-1.3, F32)], ew(fn), "scalar"),
+                   S([ties], ew(fn), "ties", grad=False),
+                   S([np.array([[-3, 0, 4]], np.int64)], ew(fn), "int64-unchanged", grad=False)]
+        table[op] = OpInfo(op, samples, torch_unary(op))
+    return table
 
 
 def _binary_samples(fn, lhs, rhs, out=None, int_lhs=(-5, 6), int_rhs=(-5, 6), **kw):

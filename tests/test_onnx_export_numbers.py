@@ -33,6 +33,9 @@ CASES = {  # before: a wrong answer (W) or an exception from the ONNX checker (E
     "mixed-maximum": (lambda x: gc.maximum(x, gc.tensor([0.5, 1.5, 2.5, 3.5, 4.5])), INTS),  # E
     "int-pow": (lambda x: x ** 2, INTS),
     "bool-sign": (lambda x: (x > 0).sign(), INTS),  # E: Sign(bool)
+    "floor": (lambda x: (x * 2.5).floor(), FLOATS),
+    "ceil": (lambda x: (x * 2.5).ceil(), FLOATS),
+    "round-halves-to-even": (lambda x: (x * 2.0 + 0.5).round(), FLOATS),
 }
 
 

@@ -32,6 +32,16 @@ def _ufunc(name):
     return lambda xp, spec: _ufunc_kernel(getattr(xp, name), spec)
 
 
+def _rounding(name):
+    """floor, ceil, round (numpy's rint: halves to even, as PyTorch's) and trunc of floats;
+    integers pass through unchanged, as in PyTorch."""
+    def make(xp, spec):
+        if spec.out_types[0].dtype.is_float:
+            return _ufunc_kernel(getattr(xp, name), spec)
+        return writes_out(lambda x, out=None: x.copy() if out is None else _finish(xp, x, out), alias_safe=True)
+    return make
+
+
 def _as_output_dtype(spec):
     """Cast every input to the output's dtype (bool or uint8 next to int64 computes in int64)."""
     want = spec.out_types[0].dtype.numpy
@@ -308,6 +318,7 @@ def _tanh_grad(xp, spec):
 
 KERNELS = {
     "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _sign, "exp": _ufunc("exp"),
+    "floor": _rounding("floor"), "ceil": _rounding("ceil"), "round": _rounding("rint"), "trunc": _rounding("trunc"),
     "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
     "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
     "leaky_relu": _leaky_relu, "hardtanh": _hardtanh, "erf": _erf,

@@ -246,6 +246,7 @@ WRITERS = {
     "pow": _simple("Pow"), "where": _simple("Where"), "eq": _simple("Equal"), "lt": _simple("Less"),
     "gt": _simple("Greater"), "le": _simple("LessOrEqual"), "ge": _simple("GreaterOrEqual"),
     "stop_gradient": _simple("Identity"), "erf": _simple("Erf"),
+    "floor": _simple("Floor"), "ceil": _simple("Ceil"), "round": _simple("Round"),
     "sign": write_sign, "maximum": _simple("Max"), "minimum": _simple("Min"), "logical_not": _simple("Not"),
     "ne": _ne, "rsqrt": _rsqrt, "log1p": _log1p, "mean": _reduce("ReduceMean", 18), "sum": _reduce("ReduceSum", 13),
     "max": _reduce("ReduceMax", 18), "slice": _slice, "broadcast_to": _broadcast_to, "argmax": _argmax,

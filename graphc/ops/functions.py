@@ -35,6 +35,23 @@ tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
 sigmoid = _unary("sigmoid", "Elementwise 1 / (1 + exp(-x)), stable for both signs.")
 abs = _unary("abs", "Elementwise absolute value.")  # noqa: A001 - PyTorch's name
 sign = _unary("sign", "Elementwise sign (-1, 0 or 1).")
+floor = _unary("floor", "Elementwise round down (integers unchanged).")
+ceil = _unary("ceil", "Elementwise round up (integers unchanged).")
+round_ = _unary("round", "Elementwise round to the nearest integer, halves to even (``gc.round``).")
+trunc = _unary("trunc", "Elementwise round toward zero (integers unchanged).")
+
+
+@torchsymbol()
+def frac(input):
+    """The fractional part, ``x - trunc(x)`` (a composite: its gradient, 1, comes from autodiff).
+
+    >>> import graphc as gc
+    >>> gc.tensor([1.25, -1.25]).frac().numpy().tolist()
+    [0.25, -0.25]
+    """
+    if not input.dtype.is_float:
+        raise ShapeError(f"frac takes floating-point tensors (as PyTorch), got {input.dtype.name}")
+    return input - trunc(input)
 neg = _unary("neg", "Elementwise negation.")
 logical_not = _unary("logical_not", "Elementwise not of a bool tensor.")
 

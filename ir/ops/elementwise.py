@@ -127,6 +127,12 @@ _UNARY = {
     "tanh": (_to_float, lambda b, x, y, g: b.emit1("tanh_grad", [g, y])),
     "sigmoid": (_to_float, lambda b, x, y, g: b.emit1("sigmoid_grad", [g, y])),
     "erf": (_to_float, lambda b, x, y, g: _erf_grad(b, x, g)),
+    # rounding: integers pass through and bools are refused, as PyTorch's; the gradient is zero
+    # almost everywhere (PyTorch's is zero everywhere)
+    "floor": (_numeric("floor"), lambda b, x, y, g: None),
+    "ceil": (_numeric("ceil"), lambda b, x, y, g: None),
+    "round": (_numeric("round"), lambda b, x, y, g: None),
+    "trunc": (_numeric("trunc"), lambda b, x, y, g: None),
 }
 
 
