@@ -56,10 +56,11 @@ def run_process(args, train, finish) -> int:
     dist.init_process_group("mpi", world_size=args.processes or -1)
     args.processes = dist.get_world_size()
     rank = dist.get_rank()
+    if args.batch_size % args.processes:  # every process finds it: each ends normally, no abort needed
+        # (MPI_Abort can end the job before mpiexec has forwarded the message it printed)
+        raise GraphcError(f"--batch-size {args.batch_size} does not split evenly over {args.processes} "
+                          "processes; it is the global batch, each process taking an equal share")
     try:
-        if args.batch_size % args.processes:
-            raise GraphcError(f"--batch-size {args.batch_size} does not split evenly over {args.processes} "
-                              "processes; it is the global batch, each process taking an equal share")
         result = train(args, log=print if rank == 0 else _silent, rank=rank)
         return finish(args, result, rank)
     except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - printed in one line, then the job ends
