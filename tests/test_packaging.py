@@ -35,3 +35,18 @@ def test_make_without_target_prints_the_two_commands():
     done = subprocess.run(["make", "-s", "-C", str(ROOT)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert done.stdout.splitlines()[0].startswith("make demo") and "make test" in done.stdout
+
+
+def test_every_package_folder_is_in_the_wheel():
+    """A folder with an ``__init__.py`` that pyproject.toml does not list would be missing from
+    a wheel (an editable install hides that): every room must be listed, under its import name.
+    (Read with a pattern, not tomllib, which Python 3.10 lacks.)"""
+    import re
+
+    text = (ROOT / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"(graphc[\w.]*)"', re.search(r"packages = \[(.*?)\]", text, re.S).group(1)))
+    folders = dict(re.findall(r'^"(graphc[\w.]*)" = "(\w+)"', text, re.M))
+    assert folders == {"graphc": "graphc", "graphc.ir": "ir", "graphc.passes": "passes", "graphc.executor": "executor"}
+    found = {".".join([name, *init.parent.relative_to(ROOT / folder).parts])
+             for name, folder in folders.items() for init in (ROOT / folder).rglob("__init__.py")}
+    assert found - listed == set(), f"package folders missing from pyproject.toml: {sorted(found - listed)}"
