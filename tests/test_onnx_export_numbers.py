@@ -1,4 +1,4 @@
-"""ONNX export of PyTorch's number semantics (graphc/onnx_export_numbers.py): mixed-dtype
+"""ONNX export of PyTorch's number semantics (graphc/onnx/export_numbers.py): mixed-dtype
 elementwise ops get Casts (ONNX takes one dtype per op), integer true division gives floats,
 and ``div``'s floor and trunc modes are spelled out in ONNX ops. Each exported file runs in
 onnx's reference implementation and must give the plan's numbers and dtype exactly (both are
@@ -36,6 +36,7 @@ CASES = {  # before: a wrong answer (W) or an exception from the ONNX checker (E
     "floor": (lambda x: (x * 2.5).floor(), FLOATS),
     "ceil": (lambda x: (x * 2.5).ceil(), FLOATS),
     "round-halves-to-even": (lambda x: (x * 2.0 + 0.5).round(), FLOATS),
+    "int-floor-round": (lambda x: x.floor() + x.round() + x.ceil(), INTS),  # E: Floor(int64)
 }
 
 

@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print graphc's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="what to do; `graphc COMMAND --help` lists its options")
-    # `graphc demo --help` lists the demo's own options (graphc.demo parses them)
+    # `graphc demo --help` lists the demo's own options (graphc.apps.demo parses them)
     sub.add_parser("demo", help="train a CNN on the bundled digits, save, export, reload, draw", add_help=False)
     sub.add_parser("bench", help="graphc vs PyTorch eager (when installed) on the benchmark workloads",
                    add_help=False)

@@ -1,6 +1,6 @@
 """``graphc.Tensor``: eager when it holds an array, symbolic while tracing (holds a Value).
 
-Every method funnels through :func:`graphc.dispatch.apply`, so the same code builds the
+Every method funnels through :func:`graphc.core.dispatch.apply`, so the same code builds the
 graph when traced and computes when eager. This file holds what a tensor *is* (shape,
 dtype, device, conversions, operators); reductions, shape methods and in-place methods are
 declared in graphc/ops/ (reductions.py, shaping.py, functions.py, functions_nn.py) and in
@@ -302,7 +302,7 @@ class Tensor:
     def __rpow__(self, o): return apply("pow", [o, self])
     def __matmul__(self, o): return apply("matmul", [self, o])
     def __rmatmul__(self, o): return apply("matmul", [o, self])
-    # x += y: in place, as PyTorch (inside a trace: graphc/inplace.py's rules); an eager value
+    # x += y: in place, as PyTorch (inside a trace: graphc/core/inplace.py's rules); an eager value
     # in a recorded computation gets a new tensor instead, so its gradient stays right.
     def __iadd__(self, o): return self._in_place("add_", "add", o)
     def __isub__(self, o): return self._in_place("sub_", "sub", o)

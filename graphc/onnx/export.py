@@ -158,6 +158,13 @@ def _simple(op_type, **fixed):
     return write
 
 
+def _rounding(op_type):
+    """ONNX's Floor, Ceil and Round take floats; graphc leaves integers unchanged (Identity)."""
+    def write(w: _Writer, node, ins, out):
+        w.node(op_type if node.inputs[0].type.dtype.is_float else "Identity", ins, [out], node.meta)
+    return write
+
+
 def _leaky_relu(w: _Writer, node, ins, out):
     w.node("LeakyRelu", ins, [out], node.meta, alpha=float(node.attrs["negative_slope"]))
 
@@ -246,7 +253,7 @@ WRITERS = {
     "pow": _simple("Pow"), "where": _simple("Where"), "eq": _simple("Equal"), "lt": _simple("Less"),
     "gt": _simple("Greater"), "le": _simple("LessOrEqual"), "ge": _simple("GreaterOrEqual"),
     "stop_gradient": _simple("Identity"), "erf": _simple("Erf"),
-    "floor": _simple("Floor"), "ceil": _simple("Ceil"), "round": _simple("Round"),
+    "floor": _rounding("Floor"), "ceil": _rounding("Ceil"), "round": _rounding("Round"),
     "sign": write_sign, "maximum": _simple("Max"), "minimum": _simple("Min"), "logical_not": _simple("Not"),
     "ne": _ne, "rsqrt": _rsqrt, "log1p": _log1p, "mean": _reduce("ReduceMean", 18), "sum": _reduce("ReduceSum", 13),
     "max": _reduce("ReduceMax", 18), "slice": _slice, "broadcast_to": _broadcast_to, "argmax": _argmax,

@@ -1,4 +1,4 @@
-"""Tensor functions declared once for ``Tensor.x``, ``gc.x`` and ``F.x`` (graphc.surface).
+"""Tensor functions declared once for ``Tensor.x``, ``gc.x`` and ``F.x`` (graphc.ops.surface).
 
 Primitives call ``apply`` with a registry op; composites are written in other tensor
 functions, so their gradient comes from autodiff with no rule of their own.

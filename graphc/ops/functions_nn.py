@@ -1,4 +1,4 @@
-"""Neural-network functions declared once (graphc.surface) on the surfaces PyTorch has them on:
+"""Neural-network functions declared once (graphc.ops.surface) on the surfaces PyTorch has them on:
 activations (``F.gelu``, ``F.silu``, ...), ``layer_norm``/``group_norm``, ``conv1d``,
 ``dropout2d``, ``embedding``, and ``erf``.
 
