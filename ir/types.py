@@ -39,6 +39,12 @@ class DType(enum.Enum):
     def is_float(self) -> bool:
         return self in (DType.float32, DType.float64, DType.float16)
 
+    @property
+    def category(self) -> int:
+        """PyTorch's dtype category: 0 bool < 1 integer < 2 float (what a 0-d operand and an
+        in-place result are judged by)."""
+        return 2 if self.is_float else 0 if self is DType.bool else 1
+
     @classmethod
     def from_any(cls, dtype) -> "DType":
         """Accept a DType, its name (``"float32"``), short name (``"f32"``) or numpy dtype."""

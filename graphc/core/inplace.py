@@ -64,9 +64,7 @@ def _write(tensor: Tensor, index, value, what: str) -> Tensor:
 def fits_in_place(result, target) -> bool:
     """PyTorch's rule for an in-place result: it may be stored (cast) in a tensor of a category
     as high or higher (bool < integer < float): ``f32 += f64`` is fine, ``int64 *= 0.5`` is not."""
-    def category(d):
-        return 2 if d.is_float else 0 if d.name == "bool" else 1
-    return category(result) <= category(target)
+    return result.category <= target.category
 
 
 def _describe(value) -> str:

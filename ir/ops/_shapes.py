@@ -39,11 +39,7 @@ def result_dtype(types) -> DType:
     if not dimensioned or not zero_dim:
         return _promote_all(dimensioned or zero_dim)
     high, low = _promote_all(dimensioned), _promote_all(zero_dim)
-    if high.is_float:
-        return high
-    if high is DType.bool or low.is_float:
-        return promote(high, low)
-    return high
+    return promote(high, low) if low.category > high.category else high
 
 
 def one_dtype(types, op: str) -> DType:
