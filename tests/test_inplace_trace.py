@@ -7,7 +7,6 @@ only the order of BLAS sums may differ (rtol 1e-12 leaves room for that and noth
 """
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pytest
@@ -38,6 +37,19 @@ def _assert_same(a: dict, b: dict, rtol=RTOL):
     assert a.keys() == b.keys()
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=rtol, atol=1e-14, err_msg=k)
+
+
+def side_by_side(make, data):
+    """``make()`` -> (step function, models...): one copy runs eagerly, one compiled (traced on
+    the first batch); after every batch the losses and every model's weights must agree."""
+    eager, compiled = make(), make()
+    plan = gc.compile(compiled[0], example_inputs=data[0])
+    for x, y in data:
+        want = eager[0](gc.tensor(x), gc.tensor(y)).item()
+        assert float(plan(x, y)) == pytest.approx(want, rel=RTOL)
+        for e, c in zip(eager[1:], compiled[1:]):
+            _assert_same(_weights(c), _weights(e))
+    return compiled[1:]
 
 
 def _update_data_add(model):
@@ -122,9 +134,8 @@ def test_a_manual_step_saves_loads_and_resumes(tmp_path):
 def test_weight_clipping_after_the_optimizer_step_sees_the_update():
     """WGAN's critic: ``opt.step()`` then ``p.data.clamp_(-c, c)``: the clamp acts on the
     updated values and the plan keeps both (before, the clamp overwrote the update)."""
-    eager_model, model = _model(), _model()
-
-    def make_step(m):
+    def make():
+        m = _model()
         opt = optim.SGD(m.parameters(), lr=0.5)
 
         def train_step(x, y):
@@ -135,22 +146,15 @@ def test_weight_clipping_after_the_optimizer_step_sees_the_update():
             for p in m.parameters():
                 p.data.clamp_(-0.3, 0.3)
             return loss
-        return train_step
+        return train_step, m
 
-    data = _data()
-    step = gc.compile(make_step(model), example_inputs=data[0])
-    eager_step = make_step(eager_model)
-    for x, y in data:
-        eager_step(gc.tensor(x), gc.tensor(y))
-        step(x, y)
-        _assert_same(_weights(model), _weights(eager_model))
+    model, = side_by_side(make, _data())
     assert max(np.abs(w).max() for w in _weights(model).values()) == pytest.approx(0.3)
 
 
 def test_manual_weight_decay_before_the_optimizer_step_is_what_the_optimizer_updates():
-    eager_model, model = _model(), _model()
-
-    def make_step(m):
+    def make():
+        m = _model()
         opt = optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
 
         def train_step(x, y):
@@ -162,25 +166,18 @@ def test_manual_weight_decay_before_the_optimizer_step_is_what_the_optimizer_upd
                     p.mul_(0.99)
             opt.step()
             return loss
-        return train_step
+        return train_step, m
 
-    data = _data()
-    step = gc.compile(make_step(model), example_inputs=data[0])
-    eager_step = make_step(eager_model)
-    for x, y in data:
-        eager_step(gc.tensor(x), gc.tensor(y))
-        step(x, y)
-        _assert_same(_weights(model), _weights(eager_model))
+    side_by_side(make, _data())
 
 
 def test_a_target_network_soft_update_reads_both_models_live():
     """DQN/DDPG: ``target.data.copy_(tau * p.data + (1 - tau) * target.data)``; the eager
     arithmetic on ``.data`` of a model's state is recorded (it was frozen at trace time)."""
-    online, target = _model(0), _model(1)
-    eager_online, eager_target = copy.deepcopy(online), copy.deepcopy(target)
     tau = 0.25
 
-    def make_step(net, tgt):
+    def make():
+        net, tgt = _model(0), _model(1)
         opt = optim.SGD(net.parameters(), lr=0.1)
 
         def train_step(x, y):
@@ -191,24 +188,16 @@ def test_a_target_network_soft_update_reads_both_models_live():
             for p, tp in zip(net.parameters(), tgt.parameters()):
                 tp.data.copy_(tau * p.data + (1 - tau) * tp.data)
             return loss
-        return train_step
+        return train_step, net, tgt
 
-    data = _data()
-    step = gc.compile(make_step(online, target), example_inputs=data[0])
-    eager_step = make_step(eager_online, eager_target)
-    for x, y in data:
-        want = eager_step(gc.tensor(x), gc.tensor(y)).item()
-        assert float(step(x, y)) == pytest.approx(want, rel=RTOL)
-        _assert_same(_weights(target), _weights(eager_target))
-        _assert_same(_weights(online), _weights(eager_online))
+    side_by_side(make, _data())
 
 
 def test_l2_penalty_over_model_parameters_is_differentiated():
     """``sum(p.pow(2).sum() for p in model.parameters())`` in a compiled step reads the live
     parameters (it was computed once at trace time and its gradient was lost)."""
-    eager_model, model = _model(), _model()
-
-    def make_step(m):
+    def make():
+        m = _model()
         opt = optim.SGD(m.parameters(), lr=0.1)
 
         def train_step(x, y):
@@ -217,15 +206,9 @@ def test_l2_penalty_over_model_parameters_is_differentiated():
             loss.backward()
             opt.step()
             return loss
-        return train_step
+        return train_step, m
 
-    data = _data()
-    step = gc.compile(make_step(model), example_inputs=data[0])
-    eager_step = make_step(eager_model)
-    for x, y in data:
-        want = eager_step(gc.tensor(x), gc.tensor(y)).item()
-        assert float(step(x, y)) == pytest.approx(want, rel=RTOL)
-        _assert_same(_weights(model), _weights(eager_model))
+    side_by_side(make, _data())
 
 
 class RunningMean(nn.Module):

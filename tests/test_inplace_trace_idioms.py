@@ -11,6 +11,7 @@ import pytest
 import graphc as gc
 import graphc.nn.functional as F
 from graphc import nn, optim
+from test_inplace_trace import side_by_side
 
 RTOL = 1e-12
 X = np.random.default_rng(0).standard_normal((6, 3))
@@ -26,16 +27,7 @@ def weights(model):
     return {k: np.array(v) for k, v in model.state_dict().items()}
 
 
-def run_both(make, steps=3):
-    """``make()`` -> (step function, models...): run one copy eagerly and one compiled; return
-    both copies' models after ``steps`` calls."""
-    eager, compiled = make(), make()
-    plan = gc.compile(compiled[0], example_inputs=(X, Y))
-    for _ in range(steps):
-        want = eager[0](gc.tensor(X), gc.tensor(Y))
-        got = plan(X, Y)
-        np.testing.assert_allclose(float(got), want.item(), rtol=RTOL)
-    return eager[1:], compiled[1:]
+BATCHES = [(X, Y)] * 3
 
 
 def assert_models_match(eager, compiled):
@@ -77,7 +69,7 @@ def test_assigning_data_in_a_step_is_an_update():
             return loss
         return step, model
 
-    assert_models_match(*run_both(make))
+    side_by_side(make, BATCHES)
 
 
 def test_a_target_network_copied_with_load_state_dict_follows_every_step():
@@ -95,9 +87,8 @@ def test_a_target_network_copied_with_load_state_dict_follows_every_step():
             return loss
         return step, model, target
 
-    eager, compiled = run_both(make)
-    assert_models_match(eager, compiled)
-    assert_models_match([compiled[0]], [compiled[1]])  # the target holds the model's last weights
+    model, target = side_by_side(make, BATCHES)
+    assert_models_match([model], [target])  # the target holds the model's last weights
 
 
 def test_models_reached_through_helpers_containers_and_defaults_are_found():
@@ -141,7 +132,7 @@ def test_models_reached_through_helpers_containers_and_defaults_are_found():
         return step, models["g"], trainer.model
 
     for make in (through_helper, through_containers):
-        assert_models_match(*run_both(make))
+        side_by_side(make, BATCHES)
 
 
 def test_a_parameter_of_a_model_the_step_cannot_see_is_refused_untouched():
