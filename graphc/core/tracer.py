@@ -48,6 +48,9 @@ class EagerTrace:
     def optimizer_step(self, optimizer) -> None:
         optimizer.eager_update().step()
 
+    def scheduler_step(self, scheduler, *args, **kwargs) -> None:
+        scheduler.advance(*args, **kwargs)
+
 
 EAGER = EagerTrace()
 
@@ -223,6 +226,11 @@ class Tracer:
         from .step_trace import traced_step
 
         traced_step(optimizer, self)
+
+    def scheduler_step(self, scheduler, *args, **kwargs) -> None:
+        raise TraceError(f"{type(scheduler).__name__}.step() inside a compiled function would change the learning "
+                         "rate once, while tracing, and never in the plan: call it outside the compiled step (the "
+                         "plan reads each group's learning rate at every call)", self.user_location())
 
     # ---- state: parameters and buffers ------------------------------------------------
     def state_name(self, tensor) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..ir.errors import GraphcError, TraceError
-from ..core.tracer import current_tracer
+from ..ir.errors import GraphcError
+from ..core.tracer import current_trace
 
 
 class LRScheduler:
@@ -53,14 +53,14 @@ class LRScheduler:
         """The new learning rate of each group; every scheduler below defines its rule."""
         raise GraphcError(f"{type(self).__name__} must define get_lr()")
 
-    def step(self, epoch=None) -> None:
+    def step(self, *args, **kwargs) -> None:
         """Advance one epoch (or, deprecated in PyTorch, jump to ``epoch`` by the closed form).
-        Not inside a compiled function: it would change the learning rate once, while tracing."""
-        tracer = current_tracer()
-        if tracer is not None:
-            raise TraceError(f"{type(self).__name__}.step() inside a compiled function would change the learning "
-                             "rate once, while tracing, and never in the plan: call it outside the compiled step (the "
-                             "plan reads each group's learning rate at every call)", tracer.user_location())
+        Not inside a compiled function: the trace refuses it (it would change the learning rate
+        once, while tracing). Each scheduler's own rule is its ``advance``."""
+        current_trace().scheduler_step(self, *args, **kwargs)
+
+    def advance(self, epoch=None) -> None:
+        """What ``step`` does, run now (the eager trace's action)."""
         self._ready()
         self._step_count += 1
         self._update_lr(epoch)

@@ -38,7 +38,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for base in self.base_lrs]
 
-    def step(self, epoch=None) -> None:
+    def advance(self, epoch=None) -> None:
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:

@@ -52,7 +52,7 @@ class ReduceLROnPlateau(LRScheduler):
     def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
-    def step(self, metrics, epoch=None) -> None:
+    def advance(self, metrics, epoch=None) -> None:
         """One epoch with validation metric ``metrics`` (a number, 0-d array or tensor)."""
         current = float(metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch

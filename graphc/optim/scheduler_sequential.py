@@ -68,7 +68,7 @@ class SequentialLR(LRScheduler):
         elif hasattr(scheds, "last_epoch"):
             scheds.last_epoch -= 1
 
-    def step(self) -> None:
+    def advance(self) -> None:
         idx = bisect_right(self._milestones, self.last_epoch + 1)
         scheduler = self._schedulers[idx]
         scheduler._ready()  # a restored LambdaLR without its function: refuse before changing anything
