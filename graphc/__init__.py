@@ -34,6 +34,7 @@ globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
 from . import nn  # noqa: E402
 from .compile import compile, export, load, trace  # noqa: E402
 from .core.custom_ops import custom_op  # noqa: E402
+from .core.control_flow import cond, scan, while_loop  # noqa: E402
 from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
@@ -44,9 +45,9 @@ from .ir._version import __version__  # noqa: E402  (the one place the version i
 __all__ = sorted({
     "__version__", "DType", "DeviceError", "Generator", "GraphcError", "NonFiniteError", "Plan", "PlanFormatError",
     "ShapeError",
-    "Tensor", "TraceError", "VerifyError", "arange", "as_tensor", "bool_", "cat", "compile", "concat", "custom_op", "data",
+    "Tensor", "TraceError", "VerifyError", "arange", "as_tensor", "bool_", "cat", "compile", "concat", "cond", "custom_op", "data",
     "debug",
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
     "inference_mode", "int64", "is_grad_enabled", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
-    "optim", "rand", "rand_like", "randn", "randn_like", "save", "stack", "tensor", "trace", "uint8", "viz", "zeros", "zeros_like",
+    "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
     *_surface.TOP_LEVEL})

@@ -64,21 +64,30 @@ def format_node(node: Node, graph: Graph | None = None, labels: dict | None = No
     return line + ("  # " + "; ".join(extras) if extras else "")
 
 
+# ops whose bodies print as indented blocks under the node (a custom op's bodies, shared by its
+# calls, print once after the graph)
+CONTROL_FLOW = ("cond", "scan", "while_loop")
+
+
 def format_graph(graph: Graph) -> str:
-    """The graph, then each body its custom ops call (``{log1pexp.forward}``), once each."""
+    """The graph, with control-flow bodies as indented blocks under their nodes, then each body
+    its custom ops call (``{log1pexp.forward}``), once each."""
     bodies = graph.bodies()
     labels, taken = {}, {}
     for body in bodies:
         taken[body.name] = taken.get(body.name, 0) + 1
         labels[id(body)] = body.name if taken[body.name] == 1 else f"{body.name}#{taken[body.name]}"
+    nested = {id(v) for g in [graph, *bodies] for n in g.nodes if n.op in CONTROL_FLOW
+              for v in n.attrs.values() if isinstance(v, Graph)}
     blocks = [_format_block(graph, "graph", graph.name, labels)]
-    blocks += [_format_block(body, "body", labels[id(body)], labels) for body in bodies]
+    blocks += [_format_block(body, "body", labels[id(body)], labels) for body in bodies if id(body) not in nested]
     return "\n".join(blocks)
 
 
-def _format_block(graph: Graph, keyword: str, label: str, labels: dict) -> str:
+def _format_block(graph: Graph, keyword: str, label: str, labels: dict, indent: str = "") -> str:
     ins = ", ".join(f"%{v.name}:{v.type}" for v in graph.inputs)
-    lines = [f"{keyword} {label}({ins}) {{"]
+    head = keyword if keyword == label else f"{keyword} {label}"  # a nested block: its attr, then its name
+    lines = [f"{indent}{head}({ins}) {{"]
     for entry in graph.meta.get("passes", []):
         lines.append(f"  # pass {entry['name']}: {entry['nodes_before']} -> {entry['nodes_after']} nodes")
     for role, title in (("param", "params"), ("buffer", "buffers"), ("optim", "optimizer state")):
@@ -89,9 +98,12 @@ def _format_block(graph: Graph, keyword: str, label: str, labels: dict) -> str:
     if arrays:
         lines.append("  constants: " + ", ".join(f"${v.name}:{v.type}" for v in arrays))
     for node in graph.nodes:
-        lines.append("  " + format_node(node, graph, labels))
-    lines.append("  return " + ", ".join(format_value(v, graph) for v in graph.outputs))
+        lines.append(indent + "  " + format_node(node, graph, labels))
+        if node.op in CONTROL_FLOW:
+            lines += [_format_block(body, key, labels[id(body)], labels, indent + "    ")
+                      for key, body in node.attrs.items() if isinstance(body, Graph)]
+    lines.append(indent + "  return " + ", ".join(format_value(v, graph) for v in graph.outputs))
     for name, value in graph.updates.items():
-        lines.append(f"  update @{name} <- {format_value(value, graph)}")
-    lines.append("}")
+        lines.append(f"{indent}  update @{name} <- {format_value(value, graph)}")
+    lines.append(indent + "}")
     return "\n".join(lines)

@@ -95,6 +95,8 @@ class OpDef:
     # feed state updates, never the loss. A function of the attrs where it depends on the node
     # (a custom op's saved intermediates follow its outputs).
     differentiable_outputs: tuple | Callable | None = None
+    # why an op without a vjp has no gradient, for the error autodiff raises (default: a generic one)
+    no_gradient: str = ""
 
     def outputs_with_gradients(self, attrs: dict) -> tuple | None:
         """The indices of the outputs whose cotangents the vjp reads (None: all float ones)."""

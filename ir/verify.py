@@ -37,6 +37,9 @@ def verify(graph: Graph) -> Graph:
             raise VerifyError(f"constant %{name} data does not match its type {v.type}")
     for index, node in enumerate(graph.nodes):
         _verify_node(node, index, defined)
+        for key, body in node.attrs.items():
+            if isinstance(body, Graph):
+                _verify_body(body, f"node {index} ({node.op}) {key}", node.location())
         for v in node.outputs:
             define(v, f"node {index} ({node.op})")
     for v in graph.root_values():
@@ -48,6 +51,18 @@ def verify(graph: Graph) -> Graph:
         if v.type != graph.state[name].type:
             raise VerifyError(f"update of {name!r} has type {v.type}, state is {graph.state[name].type}")
     return graph
+
+
+def _verify_body(body: Graph, where: str, location) -> None:
+    """A body (a control-flow branch or step, a custom op's body) is a graph of its own that
+    reads only its inputs: a value captured from outside must have been made an input."""
+    if body.state or body.constants or body.updates:
+        raise VerifyError(f"{where}: body {body.name!r} holds state or constants; a body reads only its inputs",
+                          location)
+    try:
+        verify(body)
+    except VerifyError as e:
+        raise VerifyError(f"{where}: body {body.name!r}: {e.message}", location) from None
 
 
 def _verify_node(node, index, defined):

@@ -81,7 +81,8 @@ def _fill_placeholders(graph: Graph, meta: dict) -> Graph:
             grads.update(average_gradients(builder, list(grads.items()), meta["data_parallel"]["bucket_bytes"]))
         placeholders = {id(values[e["value"]]) for e in entries}
         at = next((i for i, n in enumerate(out.nodes) if any(id(v) in placeholders for v in n.inputs)), len(out.nodes))
-        diffed.nodes = out.nodes[:at] + diffed.nodes[len(out.nodes):] + out.nodes[at:]
+        forward = diffed.nodes[:len(out.nodes)]  # out's nodes, a scan among them with its saving twin
+        diffed.nodes = forward[:at] + diffed.nodes[len(out.nodes):] + forward[at:]
         for e in entries:
             mapping[id(values[e["value"]])] = grads[e["param"]]
             gradients.append((e["param"], grads[e["param"]].name))
