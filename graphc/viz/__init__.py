@@ -83,7 +83,7 @@ def _svg(vg: VizGraph, layout: str, inline: bool) -> str:
     _check_layout(layout)
     if layout == "dot" or (layout == "auto" and _dot.dot_program() is not None):
         try:
-            return _dot.run_dot(_dot.dot_text(vg))
+            return _dot.run_dot(_dot.dot_text(vg, folds=inline))
         except GraphcError as exc:
             if layout == "dot":
                 raise

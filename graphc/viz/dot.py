@@ -22,7 +22,9 @@ import subprocess
 
 from ..ir.errors import GraphcError
 from .model import VizGraph, tooltip_text
-from .style import CLUSTER_STYLE, EDGE_COLOR, FUSED_STROKE_WIDTH, LEAF_STYLE, PHASE_STYLE, style_of, xml_text
+from .style import (BIND_COLOR, EDGE_COLOR, FUSED_STROKE_WIDTH, LEAF_STYLE, PHASE_STYLE, cluster_style, style_of,
+                    xml_text)
+from .view import edge_title
 
 
 def quote(text) -> str:
@@ -65,8 +67,10 @@ def _node_line(n, indent: str) -> str:
     return f"{indent}{quote(n.id)} [{body}];"
 
 
-def dot_text(vg: VizGraph) -> str:
-    """The DOT document of a view model (see :func:`graphc.viz.to_dot`)."""
+def dot_text(vg: VizGraph, folds: bool = False) -> str:
+    """The DOT document of a view model (see :func:`graphc.viz.to_dot`). ``folds``: also the
+    edges the HTML page shows while a control-flow node's bodies are folded (class ``fold``;
+    they do not move the layout)."""
     out = [f"digraph {quote(vg.name)} {{",
            f"  graph [rankdir=TB, newrank=true, nodesep=0.25, ranksep=0.35, fontname=\"monospace\", fontsize=11, "
            f"label={quote(vg.name + ': ' + vg.summary())}, labelloc=t, labeljust=l];",
@@ -83,10 +87,12 @@ def dot_text(vg: VizGraph) -> str:
         pad = "  " * depth
         if cid is not None:
             c = vg.clusters[cid]
-            s = CLUSTER_STYLE[c.phase]
+            s = cluster_style(c.kind, c.phase)
+            look = "rounded,filled" if c.kind == "body" else "rounded,dashed,filled"  # a body: solid
             out.append(f"{pad}subgraph {quote('cluster_' + cid)} {{")
-            out.append(f"{pad}  id={quote(cid)}; label={quote(c.label)}; labeljust=l; style=\"rounded,dashed,filled\"; "
-                       f"color={quote(s['stroke'])}; fillcolor={quote(s['fill'])}; fontcolor={quote(s['stroke'])};")
+            out.append(f"{pad}  id={quote(cid)}; label={quote(c.label)}; labeljust=l; style={quote(look)}; "
+                       f"color={quote(s['stroke'])}; fillcolor={quote(s['fill'])}; fontcolor={quote(s['stroke'])}; "
+                       f"tooltip={quote(c.info.get('title', c.label))};")
         for n in members.get(cid, ()):
             out.append(_node_line(n, pad + "  "))
         for child in kids.get(cid, ()):
@@ -96,8 +102,13 @@ def dot_text(vg: VizGraph) -> str:
 
     emit(None, 0)
     for e in vg.edges:
-        out.append(f"  {quote(e.src)} -> {quote(e.dst)} [id={quote(e.id)}, label={quote(e.label)}, "
-                   f"tooltip={quote(', '.join(e.values) + ': ' + e.label)}];")
+        if e.style == "fold" and not folds:
+            continue
+        extra = {"bind": f', style=dashed, color="{BIND_COLOR}"',
+                 "fold": ', class="fold", constraint=false'}.get(e.style, "")
+        label = "" if e.style == "fold" else e.label
+        out.append(f"  {quote(e.src)} -> {quote(e.dst)} [id={quote(e.id)}, label={quote(label)}, "
+                   f"tooltip={quote(edge_title(e))}{extra}];")
     out += _legend(vg)
     out.append("}")
     return "\n".join(out) + "\n"

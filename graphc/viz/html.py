@@ -32,7 +32,7 @@ html, body { margin: 0; height: 100%; overflow: hidden; background: #f8fafc; col
 #bar b { font-size: 14px; }
 #bar .hint { color: #64748b; margin-left: auto; }
 #bar button { font: inherit; padding: 3px 10px; border: 1px solid #94a3b8; border-radius: 4px; background: #f1f5f9;
-  cursor: pointer; }
+  cursor: pointer; white-space: nowrap; }
 #bar input { font: inherit; padding: 3px 6px; border: 1px solid #94a3b8; border-radius: 4px; width: 200px; }
 #view { position: absolute; top: 38px; left: 0; right: 0; bottom: 0; cursor: grab; touch-action: none; }
 #view.dragging { cursor: grabbing; }
@@ -41,6 +41,9 @@ html, body { margin: 0; height: 100%; overflow: hidden; background: #f8fafc; col
 #graph g.node.hit rect, #graph g.node.hit polygon, #graph g.node.hit path { stroke: #dc2626; stroke-width: 3px; }
 #graph g.node.focus rect, #graph g.node.focus polygon, #graph g.node.focus path { stroke-width: 3px; }
 #graph g.edge.focus path { stroke: #0f172a; stroke-width: 2.2px; stroke-opacity: 1; }
+#graph .gc-hidden { display: none; }
+#graph g.node.control { cursor: pointer; }
+#graph text.toggle { pointer-events: none; }
 #tip { position: fixed; z-index: 10; max-width: 560px; max-height: 70vh; overflow: hidden; pointer-events: none;
   background: #ffffff; border: 1px solid #94a3b8; border-radius: 6px; padding: 8px 10px;
   box-shadow: 0 4px 14px rgba(15, 23, 42, 0.18); font-size: 12px; }
@@ -91,9 +94,57 @@ _JS = r"""
     evt.preventDefault();
     zoom(Math.exp(Math.max(-1, Math.min(1, evt.deltaY * (evt.deltaMode ? 0.05 : 0.0015)))), evt);
   }, {passive: false});
-  var drag = null;
+  // Control-flow bodies fold away: an element is hidden while any node holding it is folded;
+  // a fold edge (an operand straight to its node) shows only while that node is folded.
+  var owners = data.owners || {}, folds = {}, controls = {}, closed = {}, parts = {};
+  (data.folds || []).forEach(function (id) { folds[id] = true; });
+  (data.controls || []).forEach(function (id) { controls[id] = true; });
+  Object.keys(owners).forEach(function (id) {
+    var list = [], el = document.getElementById(id);
+    if (el) list.push(el);
+    var more = svg.querySelectorAll('[data-cluster="' + id + '"], [data-edge="' + id + '"]');
+    for (var j = 0; j < more.length; j++) list.push(more[j]);
+    parts[id] = list;
+  });
+  function isClosed(o) { return closed[o] === true; }
+  function refresh() {
+    Object.keys(parts).forEach(function (id) {
+      var chain = owners[id];
+      var hide = folds[id] ? !isClosed(chain[chain.length - 1]) || chain.slice(0, -1).some(isClosed)
+                           : chain.some(isClosed);
+      parts[id].forEach(function (el) { el.classList.toggle('gc-hidden', hide); });
+    });
+    Object.keys(controls).forEach(function (id) {
+      var g = document.getElementById(id);
+      if (!g) return;
+      var t = g.querySelector('text.toggle');
+      if (!t) {  // Graphviz's drawing: add the switch
+        var r = g.getBBox();
+        t = document.createElementNS(svg.namespaceURI, 'text');
+        t.setAttribute('class', 'toggle'); t.setAttribute('text-anchor', 'middle');
+        t.setAttribute('font-size', '11'); t.setAttribute('font-weight', 'bold');
+        t.setAttribute('x', r.x + r.width - 7); t.setAttribute('y', r.y + 11);
+        g.appendChild(t);
+      }
+      g.classList.add('control');
+      g.classList.toggle('folded', isClosed(id));
+      t.textContent = isClosed(id) ? '+' : '\u2212';
+    });
+  }
+  function foldAll(state) {
+    Object.keys(controls).forEach(function (id) { closed[id] = state; });
+    refresh();
+  }
+  var foldButton = document.getElementById('fold'), unfoldButton = document.getElementById('unfold');
+  if (foldButton) foldButton.addEventListener('click', function () { foldAll(true); });
+  if (unfoldButton) unfoldButton.addEventListener('click', function () { foldAll(false); });
+  refresh();
+
+  var drag = null, press = null;
   view.addEventListener('pointerdown', function (evt) {
     if (evt.button !== 0) return;
+    var hit = evt.target.closest ? evt.target.closest('g.node') : null;
+    press = hit && controls[hit.id] ? {id: hit.id, x: evt.clientX, y: evt.clientY} : null;
     var m = svg.getScreenCTM();
     drag = {m: m, p: point(evt, m), x: vb.x, y: vb.y};
     try { view.setPointerCapture(evt.pointerId); } catch (e) { /* synthetic or finished pointer */ }
@@ -105,8 +156,14 @@ _JS = r"""
     vb.x = drag.x - (p.x - drag.p.x); vb.y = drag.y - (p.y - drag.p.y);
     apply();
   });
-  function stop() { drag = null; view.classList.remove('dragging'); }
-  view.addEventListener('pointerup', stop);
+  function stop() { drag = null; press = null; view.classList.remove('dragging'); }
+  view.addEventListener('pointerup', function (evt) {  // a click, not a drag, on a control-flow node
+    if (press && Math.abs(evt.clientX - press.x) + Math.abs(evt.clientY - press.y) < 5) {
+      closed[press.id] = !isClosed(press.id);
+      refresh();
+    }
+    stop();
+  });
   view.addEventListener('pointercancel', stop);
   view.addEventListener('dblclick', fit);
   document.getElementById('fit').addEventListener('click', fit);
@@ -140,7 +197,10 @@ _JS = r"""
     row(table, 'module', d.module ? d.module + (d.module_type ? ' (' + d.module_type + ')' : '') : '');
     row(table, 'source', d.source); row(table, 'fused', d.fused); row(table, 'grad of', d.grad_of);
     row(table, 'pass', d.pass); row(table, 'role', d.role); row(table, 'type', d.type);
-    row(table, 'body', d.body);
+    row(table, 'body', d.body); row(table, 'binds', d.binds); row(table, 'gives', d.gives);
+    var bodies = d.bodies || {};
+    row(table, 'bodies', Object.keys(bodies).map(function (b) { return b + ': ' + bodies[b]; }).join('\n'));
+    if (controls[id]) row(table, 'click', closed[id] ? 'unfold its bodies' : 'fold its bodies away');
     var attrs = d.attrs || {};
     Object.keys(attrs).forEach(function (key) { row(table, 'attr ' + key, attrs[key]); });
     row(table, 'inputs', pairs(d.inputs || [])); row(table, 'outputs', pairs(d.outputs || []));
@@ -196,6 +256,10 @@ _JS = r"""
       if (hit) { count++; if (!first) first = nodes[k]; }
     }
     document.getElementById('found').textContent = q ? count + ' found' : '';
+    if (first && (owners[first.id] || []).some(isClosed)) {  // inside folded bodies: unfold them
+      owners[first.id].forEach(function (o) { closed[o] = false; });
+      refresh();
+    }
     if (first) {
       var r = first.getBBox();
       vb = {w: vb.w, h: vb.h, x: r.x + r.width / 2 - vb.w / 2, y: r.y + r.height / 2 - vb.h / 2};
@@ -218,10 +282,46 @@ def json_for_script(data) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def fold_data(vg: VizGraph) -> dict:
+    """What the page needs to fold control-flow bodies away: ``owners`` (element id -> the
+    control-flow nodes holding it, outermost first; for an edge, those of its inner end;
+    for a fold edge, its node's and the node itself), ``folds`` (the fold edges) and
+    ``controls`` (the nodes whose bodies are drawn).
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc.viz.model import build
+    >>> g = gc.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
+    ...              np.ones((2, 3), np.float32))
+    >>> d = fold_data(build(g))
+    >>> d["controls"], d["owners"]["n2.true_branch"], [d["owners"][e] for e in d["folds"]]
+    (['n2'], ['n2'], [['n2']])
+    """
+    owners: dict = {}
+    for n in vg.nodes.values():
+        if n.owners:
+            owners[n.id] = list(n.owners)
+    for c in vg.clusters.values():
+        if c.owners:
+            owners[c.id] = list(c.owners)
+    folds = []
+    for e in vg.edges:
+        if e.style == "fold":
+            folds.append(e.id)
+            owners[e.id] = [*vg.nodes[e.dst].owners, e.dst]
+        else:
+            chain = max(vg.nodes[e.src].owners, vg.nodes[e.dst].owners, key=len)
+            if chain:
+                owners[e.id] = list(chain)
+    order = {nid: k for k, nid in enumerate(vg.nodes)}
+    controls = sorted({o for chain in owners.values() for o in chain}, key=order.__getitem__)
+    return {"owners": owners, "folds": folds, "controls": controls}
+
+
 def page_html(vg: VizGraph, svg_inline: str, title: str | None = None) -> str:
     """The page around an inline ``<svg id="graph">`` element."""
     data = {"name": vg.name, "nodes": {nid: dict(n.info, kind=n.kind) for nid, n in vg.nodes.items()},
-            "edges": [[e.id, e.src, e.dst] for e in vg.edges]}
+            "edges": [[e.id, e.src, e.dst] for e in vg.edges], **fold_data(vg)}
+    folding = bool(data["controls"])
     title = title or f"graphc: {vg.name}"
     return "\n".join([
         "<!DOCTYPE html>",
@@ -239,7 +339,11 @@ def page_html(vg: VizGraph, svg_inline: str, title: str | None = None) -> str:
         '<button id="zout" type="button" title="zoom out (-)">-</button>'
         '<input id="find" type="search" placeholder="find: op, value, module" title="press Enter"/>'
         '<span id="found"></span>'
-        '<span class="hint">wheel: zoom \u00b7 drag: pan \u00b7 hover: details \u00b7 double-click: fit</span></div>',
+        + ('<button id="fold" type="button" title="fold every control-flow body away">fold bodies</button>'
+           '<button id="unfold" type="button" title="show every control-flow body">unfold bodies</button>'
+           if folding else "") +
+        '<span class="hint">wheel: zoom \u00b7 drag: pan \u00b7 hover: details \u00b7 double-click: fit'
+        + (" \u00b7 click cond/scan/while_loop: fold its bodies" if folding else "") + '</span></div>',
         f'<div id="view">{svg_inline}</div>',
         '<div id="tip" hidden="hidden"></div>',
         f'<script type="application/json" id="graphc-data">{json_for_script(data)}</script>',

@@ -6,7 +6,9 @@
    goes below all of A, so module boxes stack instead of staggering. Then each op is
    pulled down to just above its first user, and ops nothing reads (BatchNorm's step
    counter) go level with their module. Ops use even rows; leaves sit on the odd row
-   above their first user, outputs below their producer.
+   above their first user, outputs below their producer. A control-flow body's inputs and
+   return (:mod:`graphc.viz.bodies`) take rows as ops do: the operands feeding a body are
+   above it, its node below it.
 2. Columns: clusters are packed bottom-up as rectangles. The longest path of each phase
    goes first (so the forward and backward passes run straight down), then the other ops,
    then leaves; each item takes the free slot nearest to its placed neighbours. Items
@@ -14,7 +16,8 @@
 3. Rows get extra room where clusters open (title band) or close.
 4. Edges: cubic curves from the producer's bottom to the user's top, ports spread along
    each side; each value's type is written once, on its shortest edge, where it overlaps
-   no node and no other label (the edge's hover title always has it).
+   no node and no other label (the edge's hover title always has it). Fold edges (a
+   control-flow operand straight to its node) are routed too, but never labelled.
 
 >>> import numpy as np, graphc as gc
 >>> from graphc import nn
@@ -34,13 +37,14 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from .model import VizGraph
-from .style import CLUSTER_FONT, EDGE_FONT, LEAF_KINDS, node_size, text_width
+from .style import BODY_KINDS, CLUSTER_FONT, EDGE_FONT, LEAF_KINDS, node_size, text_width
 
 HGAP = 16          # between items side by side
 PAD = 10           # cluster padding (sides and bottom)
 LABEL_H = 17       # cluster title band
 ROW_GAP = 36       # between rows: room for edge labels
 CHANNEL = 8        # half-width kept free above an op for its incoming edge
+RANKED = ("op", "group", *BODY_KINDS)  # kinds placed in rows by data flow (a body's inputs and return too)
 
 
 @dataclass
@@ -81,7 +85,7 @@ def _cluster_order(vg: VizGraph, edges) -> set:
 
 def assign_layers(vg: VizGraph) -> dict:
     """Row of every node (0 at the top)."""
-    core = [n.id for n in vg.nodes.values() if n.kind in ("op", "group")]
+    core = [n.id for n in vg.nodes.values() if n.kind in RANKED]
     g = nx.DiGraph()
     g.add_nodes_from(core)
     g.add_edges_from((e.src, e.dst) for e in vg.edges if e.src in g and e.dst in g and e.src != e.dst)
@@ -149,7 +153,7 @@ def _spine(vg: VizGraph) -> tuple:
     """The ops on a longest path of each phase (placed first, so the forward pass, the
     backward pass and one update run straight down), and the ops fed by another op."""
     g = nx.DiGraph()
-    g.add_nodes_from(n.id for n in vg.nodes.values() if n.kind in ("op", "group"))
+    g.add_nodes_from(n.id for n in vg.nodes.values() if n.kind in RANKED)
     g.add_edges_from((e.src, e.dst) for e in vg.edges if e.src in g and e.dst in g and e.src != e.dst)
     spine = set()
     for phase in ("forward", "backward", "update"):
@@ -297,12 +301,12 @@ def _route(vg: VizGraph, lay: Layout, layer: dict) -> list:
         return x + w / 2
 
     outs, ins = collections.defaultdict(list), collections.defaultdict(list)
-    for e in vg.edges:
-        outs[e.src].append(e)
-        ins[e.dst].append(e)
+    for e in vg.edges:  # fold edges (shown while a node's bodies are folded) get ports of their own
+        outs[e.src, e.style == "fold"].append(e)
+        ins[e.dst, e.style == "fold"].append(e)
     port_out, port_in = {}, {}
     for table, ports, other in ((outs, port_out, "dst"), (ins, port_in, "src")):
-        for nid, edges in table.items():
+        for (nid, _), edges in table.items():
             x, _, w, _ = lay.nodes[nid]
             edges = sorted(edges, key=lambda e: centre(getattr(e, other)))
             for i, e in enumerate(edges):
@@ -310,6 +314,8 @@ def _route(vg: VizGraph, lay: Layout, layer: dict) -> list:
     # Each value's type goes on its shortest edge (ties: the first).
     best = {}
     for e in vg.edges:
+        if e.style == "fold":
+            continue
         key = (e.src, e.label, tuple(e.values))
         spans = layer[e.dst] - layer[e.src]
         if key not in best or spans < best[key][0]:
@@ -329,7 +335,7 @@ def _route(vg: VizGraph, lay: Layout, layer: dict) -> list:
         c1, c2 = (x1, y1 + bend), (x2, y2 - bend)
         d = f"M{x1:.1f},{y1:.1f} C{c1[0]:.1f},{c1[1]:.1f} {c2[0]:.1f},{c2[1]:.1f} {x2:.1f},{y2:.1f}"
         label = None
-        if e.id in labelled:
+        if e.id in labelled and e.label:
             curve = ((x1, y1), c1, c2, (x2, y2))
             if layer[e.dst] - layer[e.src] <= 2:
                 spots = [_bezier(*curve, t) for t in (0.5, 0.35, 0.65, 0.22, 0.78)]

@@ -13,9 +13,12 @@
   backward and update nodes get their own clusters, as TensorBoard's ``gradients/`` scope
   does, so the forward boxes stay compact; a parameter's update ops go to its module's
   update cluster (``features.3.weight`` -> ``features.3 (Conv2d) · update``);
-- edges labelled with the value's type (``f32[N,8,4,4]``).
+- edges labelled with the value's type (``f32[N,8,4,4]``);
+- the bodies of ``cond``, ``scan`` and ``while_loop`` nodes as clusters beside them, named
+  by their attr (``true_branch``, ``body``, ...), recursively (:mod:`graphc.viz.bodies`).
 
-With ``collapse_modules=True`` each (phase, top-level module) becomes one node.
+With ``collapse_modules=True`` each (phase, top-level module) becomes one node, and bodies
+are left out (a control-flow node lists them in its tooltip).
 
 >>> import numpy as np, graphc as gc
 >>> from graphc import nn
@@ -30,65 +33,12 @@ With ``collapse_modules=True`` each (phase, top-level module) becomes one node.
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass, field
 
 from ..ir.graph import Graph
-from ..ir.printer import format_attrs, format_value
+from .bodies import add_bodies, bound_operands
+from .view import PHASE_LETTER, VCluster, VEdge, VizGraph, VNode, op_details
 
-PHASE_LETTER = {"forward": "f", "backward": "b", "update": "u"}
-
-
-@dataclass
-class VNode:
-    id: str
-    kind: str                 # op, group, input, param, buffer, optim, const, output
-    lines: list               # label lines; the first is the title
-    phase: str | None = None  # forward / backward / update for ops and groups
-    cluster: str | None = None
-    path: str = ""            # module path (ops, groups)
-    info: dict = field(default_factory=dict)  # tooltip data, plain JSON
-    fused: str = ""
-
-
-@dataclass
-class VEdge:
-    id: str
-    src: str
-    dst: str
-    label: str
-    values: list              # value names carried
-
-
-@dataclass
-class VCluster:
-    id: str
-    phase: str
-    path: str
-    label: str
-    parent: str | None
-    info: dict = field(default_factory=dict)
-
-
-@dataclass
-class VizGraph:
-    name: str
-    nodes: dict = field(default_factory=dict)     # id -> VNode, in drawing order
-    edges: list = field(default_factory=list)
-    clusters: dict = field(default_factory=dict)  # id -> VCluster, parents before children
-    collapsed: bool = False
-
-    def phases(self) -> list:
-        seen = {n.phase for n in self.nodes.values() if n.phase}
-        return [p for p in PHASE_LETTER if p in seen]
-
-    def kinds(self) -> list:
-        return list(dict.fromkeys(n.kind for n in self.nodes.values()))
-
-    def summary(self) -> str:
-        counts = collections.Counter(n.phase for n in self.nodes.values() if n.kind in ("op", "group"))
-        unit = "modules/ops" if self.collapsed else "ops"
-        parts = [f"{counts[p]} {p}" for p in PHASE_LETTER if counts[p]]
-        return f"{sum(counts.values())} {unit}: " + ", ".join(parts) if parts else "no ops"
+__all__ = ["PHASE_LETTER", "VCluster", "VEdge", "VNode", "VizGraph", "build", "collapse", "tooltip_text"]
 
 
 def _phase(node) -> str:
@@ -139,21 +89,10 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
         if phase == "update" and path in graph.state:  # one update cluster per module, not per parameter
             path = path.rpartition(".")[0]
         nid = f"n{i}"
-        fused = str(node.meta.get("fused") or "")
-        info = {"title": ", ".join(f"%{v.name}" for v in node.outputs) + f" = {node.op}", "op": node.op,
-                "phase": phase, "module": node.meta.get("module") or "",
-                "module_type": node.meta.get("module_type", ""),
-                "source": node.meta.get("source", ""), "pass": node.meta.get("pass", ""), "fused": fused,
-                "grad_of": node.meta.get("grad_of", ""),
-                "attrs": {k: format_attrs({k: v})[1:-1].partition("=")[2] for k, v in node.attrs.items()},
-                "inputs": [[format_value(v, graph), str(v.type)] for v in node.inputs],
-                "outputs": [[f"%{v.name}", str(v.type)] for v in node.outputs],
-                "updates": [s for v in node.outputs for s in updated.get(id(v), [])],
-                "returns": [s for v in node.outputs for s in returned.get(id(v), [])]}
-        lines = [node.op] + ([fused] if fused else [])
-        if node.op == "custom_call":  # the user's op by name; its body text in the details
-            lines.append(node.attrs["name"])
-            info["body"] = str(node.attrs["forward"])
+        lines, info = op_details(node, graph, phase)
+        info["updates"] = [s for v in node.outputs for s in updated.get(id(v), [])]
+        info["returns"] = [s for v in node.outputs for s in returned.get(id(v), [])]
+        fused = info["fused"]
         vg.nodes[nid] = VNode(nid, "op", lines, phase, cluster(phase, path), path, info, fused)
         for v in node.inputs:
             if id(v) in roles:
@@ -191,14 +130,17 @@ def build(graph: Graph, collapse_modules: bool = False) -> VizGraph:
             vg.edges.append(VEdge(f"e{len(vg.edges)}", src, dst, str(v.type), [f"%{v.name}"]))
 
     for i, node in enumerate(graph.nodes):
-        for v in node.inputs:
-            edge(producer.get(id(v)) or copies.get((id(v), _phase(node))), f"n{i}", v)
+        bound = bound_operands(node)  # a control-flow node's operands its bodies read flow into them
+        for k, v in enumerate(node.inputs):
+            if k not in bound:
+                edge(producer.get(id(v)) or copies.get((id(v), _phase(node))), f"n{i}", v)
     for i, v in enumerate(graph.outputs):
         src = producer.get(id(v)) or copies.get((id(v), "forward"))
         if src is None and id(v) in roles:  # an input returned as is
             src = copies[(id(v), "forward")] = f"v{leaf_index[id(v)]}f"
             vg.nodes[src] = VNode(src, roles[id(v)], [v.name], info={"title": f"%{v.name}: {v.type}"})
         edge(src, f"o{i}", v)
+    add_bodies(vg, graph, lambda v, phase: producer.get(id(v)) or copies.get((id(v), phase)))
     used = set()
     for n in vg.nodes.values():
         c = n.cluster
@@ -230,8 +172,13 @@ def _common_cluster(vg: VizGraph, clusters: list) -> str | None:
 
 def collapse(vg: VizGraph) -> VizGraph:
     """Each (phase, top-level module) becomes one node ``g<k>``; state read only inside
-    collapsed modules is folded into them (listed in their tooltip)."""
+    collapsed modules is folded into them (listed in their tooltip). Control-flow bodies are
+    left out: their node lists them in its tooltip."""
     out = VizGraph(vg.name, collapsed=True)
+    inner = {n.id for n in vg.nodes.values() if n.owners}
+    vg = VizGraph(vg.name, {k: n for k, n in vg.nodes.items() if k not in inner},
+                  [e for e in vg.edges if e.src not in inner and e.dst not in inner],
+                  {k: c for k, c in vg.clusters.items() if c.kind != "body"})
     group_of, groups = {}, {}
     for n in vg.nodes.values():
         if n.kind == "op" and n.path:
@@ -299,6 +246,7 @@ def tooltip_text(n: VNode) -> str:
         lines += [f"attr {k} = {v}" for k, v in i.get("attrs", {}).items()]
         lines += [f"in  {a}: {t}" for a, t in i.get("inputs", [])]
         lines += [f"out {a}: {t}" for a, t in i.get("outputs", [])]
+        lines += [f"body {k}: {v}" for k, v in i.get("bodies", {}).items()]
         if i.get("ops"):
             lines.append("ops: " + ", ".join(f"{op} x{c}" for op, c in i["ops"].items()))
         if i.get("state"):
@@ -309,4 +257,5 @@ def tooltip_text(n: VNode) -> str:
             lines.append("returned as: " + ", ".join(i["returns"]))
     elif i.get("role"):
         lines.append(f"{i['role']}" + (" (updated by the plan)" if i.get("updated") else ""))
+        lines += [f"{k}: {i[k]}" for k in ("binds", "gives") if i.get(k)]
     return "\n".join(lines)

@@ -32,14 +32,22 @@ LEAF_STYLE = {
     "optim": {"fill": "#e2e8f0", "stroke": "#475569", "text": "#1e293b", "label": "optimizer state"},
     "const": {"fill": "#ffffff", "stroke": "#94a3b8", "text": "#334155", "label": "constant"},
     "output": {"fill": "#334155", "stroke": "#0f172a", "text": "#ffffff", "label": "graph output"},
+    # inside control-flow bodies: a body's inputs, and its return (laid out in rows, like ops)
+    "arg": {"fill": "#ccfbf1", "stroke": "#0f766e", "text": "#134e4a", "label": "body input"},
+    "result": {"fill": "#0f766e", "stroke": "#134e4a", "text": "#ffffff", "label": "body return"},
 }
-LEAF_KINDS = tuple(kind for kind in LEAF_STYLE if kind != "output")  # values no op produces
+LEAF_KINDS = ("input", "param", "buffer", "optim", "const")  # values no op produces
+BODY_KINDS = ("arg", "result")
 
 CLUSTER_STYLE = {
     "forward": {"fill": "#f1f5f9", "stroke": "#64748b"},
     "backward": {"fill": "#fff7ed", "stroke": "#c2410c"},
     "update": {"fill": "#f0fdf4", "stroke": "#15803d"},
 }
+# A control-flow node's bodies (cond's branches, a scan's step): solid teal boxes, and dashed
+# teal edges binding the node's operands to the body inputs and the body's return to the node.
+BODY_CLUSTER_STYLE = {"fill": "#f0fdfa", "stroke": "#0f766e"}
+BIND_COLOR, BIND_DASH = "#0f766e", "5 3"
 EDGE_COLOR, EDGE_LABEL_COLOR = "#64748b", "#475569"
 FUSED_STROKE_WIDTH = 2.5
 
@@ -54,6 +62,11 @@ def node_size(lines: list[str], kind: str) -> tuple[int, int]:
         return int(max(36, text_width(lines[0], LEAF_FONT) + 18)), 20
     widths = [text_width(lines[0], OP_FONT)] + [text_width(t, SUB_FONT) for t in lines[1:]]
     return int(max(56, max(widths) + 18)), 28 + 13 * (len(lines) - 1)
+
+
+def cluster_style(kind: str, phase: str) -> dict:
+    """Fill/stroke of a cluster: a module's by phase, a control-flow body's."""
+    return BODY_CLUSTER_STYLE if kind == "body" else CLUSTER_STYLE[phase]
 
 
 def style_of(kind: str, phase: str | None) -> dict:
