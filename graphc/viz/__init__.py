@@ -4,7 +4,10 @@
 ``.svg``, ``.html``). Modules are drawn as clusters named by their path, fused ops show what
 they fused, forward / backward / optimizer-update ops have their own colours, edges carry
 value types, and a legend explains it all. ``collapse_modules=True`` draws each top-level
-module as one node, for large graphs.
+module as one node, for large graphs. The bodies of ``cond``, ``scan`` and ``while_loop``
+nodes are clusters beside their node, named by their attr (``true_branch``, ``body``, ...),
+bodies inside bodies nested; on the HTML page a click on such a node folds its bodies away
+(:mod:`graphc.viz.bodies`).
 
 SVG and HTML never need system packages: ``layout="auto"`` (the default) uses Graphviz's
 ``dot`` when it is on PATH and graphc's own layered layout (pure Python over networkx)
