@@ -1,10 +1,11 @@
 """ONNX export: a frozen inference graph as an ONNX model in the default domain only.
 
 Each graphc op maps to standard ONNX ops (fused ones are written back as their parts:
-``linear_relu`` -> Gemm + Relu, ``conv2d_relu`` -> Conv + Relu), so Netron opens the file and
-onnxruntime runs it. The batch dim is the named dynamic dim ``N``; constants (the frozen
-weights) are initializers; node names carry the module path, doc strings the source line.
-The ``onnx`` package is an optional extra, imported only here.
+``linear_relu`` -> Gemm + Relu, ``conv2d_relu`` -> Conv + Relu; ``cond``, ``scan`` and
+``while_loop`` -> If, Scan and Loop with their bodies as subgraphs: ``control_export``), so
+Netron opens the file and onnxruntime runs it. The batch dim is the named dynamic dim ``N``;
+constants (the frozen weights) are initializers; node names carry the module path, doc strings
+the source line. The ``onnx`` package is an optional extra, imported only here.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 from ..ir.errors import GraphcError
 from ..ir.types import DType, dim_poly
 from .dtypes import ELEMENT_TYPES as _ELEMENT_TYPES
+from .control_export import CONTROL_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
@@ -31,20 +33,51 @@ def onnx_module():
 
 
 class _Writer:
-    """Collects ONNX nodes and initializers with unique names while one graph is translated."""
+    """Collects ONNX nodes and initializers with unique names while one graph is translated.
+    A body of a control-flow node is written by a :meth:`sub` writer: its own nodes and
+    value_info, the model's initializers and name counter (names are unique model-wide, as
+    ONNX's scoping requires), and the enclosing writers' names visible (outer-scope reads)."""
 
-    def __init__(self, onnx, graph, opset: int):
+    def __init__(self, onnx, graph, opset: int, parent: _Writer | None = None):
         self.onnx, self.graph, self.opset = onnx, graph, opset
-        self.nodes, self.initializers = [], []
-        self.names = {id(v): v.name for v in graph.inputs}
-        self._count = 0
+        self.nodes, self.typed = [], []
+        self.initializers = parent.initializers if parent is not None else []
+        self._count = parent._count if parent is not None else [0]
+        self.names = dict(parent.names) if parent is not None else {id(v): v.name for v in graph.inputs}
 
     def name(self, value) -> str:
         return self.names[id(value)]
 
     def fresh(self, base: str) -> str:
-        self._count += 1
-        return f"{base}__{self._count}"
+        self._count[0] += 1
+        return f"{base}__{self._count[0]}"
+
+    def sub(self) -> _Writer:
+        """A writer for a subgraph of the graph this one writes."""
+        return _Writer(self.onnx, self.graph, self.opset, parent=self)
+
+    def info(self, value, name: str):
+        return _value_info(self.onnx, value, name)
+
+    def write(self, node, renamed: dict | None = None) -> None:
+        """Write one graphc node. Its outputs take ``renamed``'s names, else their own (the
+        main graph), or fresh ones (``renamed`` None: a body, whose names repeat the outer ones)."""
+        control, writer = CONTROL_WRITERS.get(node.op), WRITERS.get(node.op)
+        if control is None and writer is None:
+            raise GraphcError(f"ONNX export: graphc op {node.op!r} has no ONNX form yet", node.location())
+        if control is None and len(node.outputs) != 1:
+            raise GraphcError(f"ONNX export: {node.op!r} with {len(node.outputs)} outputs", node.location())
+        for value in node.outputs:
+            if renamed is not None and id(value) in renamed:
+                self.names[id(value)] = renamed[id(value)]
+                continue
+            self.names[id(value)] = value.name if renamed is not None else self.fresh(_safe(value.name))
+            self.typed.append(_value_info(self.onnx, value, self.names[id(value)]))
+        ins = [self.name(v) for v in node.inputs]
+        if control is not None:
+            control(self, node, ins, [self.name(v) for v in node.outputs])
+        else:
+            writer(self, node, cast_inputs(self, node, ins), self.name(node.outputs[0]))
 
     def constant(self, array, base: str = "const") -> str:
         name = self.fresh(base)
@@ -171,7 +204,9 @@ def _leaky_relu(w: _Writer, node, ins, out):
 
 def _reduce(op_type, axes_input_from: int):
     def write(w: _Writer, node, ins, out):
-        dims, keep = [int(d) for d in node.attrs["dims"]], int(node.attrs["keepdim"])
+        dims = node.attrs["dims"]  # None: every dim (x.sum())
+        dims = list(range(node.inputs[0].type.rank)) if dims is None else [int(d) for d in dims]
+        keep = int(node.attrs["keepdim"])
         if w.opset >= axes_input_from:  # newer opsets take the axes as an input
             w.node(op_type, [ins[0], w.constant(np.array(dims, np.int64), "axes")], [out], node.meta, keepdims=keep)
         else:
@@ -261,6 +296,10 @@ WRITERS = {
 }
 
 
+def _safe(name: str) -> str:
+    return "v" + name if name[:1].isdigit() else name
+
+
 def _value_info(onnx, value, name: str):
     dims = []
     for d in value.type.shape:
@@ -296,20 +335,10 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
     w = _Writer(onnx, graph, opset)
     for name, value in graph.constants.items():
         w.names[id(value)] = name
-        w.initializers.append(onnx.numpy_helper.from_array(np.ascontiguousarray(graph.constant_data[name]), name))
+        w.initializers.append(onnx.numpy_helper.from_array(np.asarray(graph.constant_data[name], order="C"), name))
     renamed = _output_names(graph)
-    typed = []  # value_info for every value a node computes: Netron labels each edge with its shape
-    for node in graph.nodes:
-        writer = WRITERS.get(node.op)
-        if writer is None:
-            raise GraphcError(f"ONNX export: graphc op {node.op!r} has no ONNX form yet", node.location())
-        if len(node.outputs) != 1:
-            raise GraphcError(f"ONNX export: {node.op!r} with {len(node.outputs)} outputs", node.location())
-        for value in node.outputs:
-            w.names[id(value)] = renamed.get(id(value), value.name)
-            if id(value) not in renamed:
-                typed.append(_value_info(onnx, value, w.names[id(value)]))
-        writer(w, node, cast_inputs(w, node, [w.name(v) for v in node.inputs]), w.name(node.outputs[0]))
+    for node in graph.nodes:  # value_info for every value a node computes: Netron labels each edge with its shape
+        w.write(node, renamed)
     outputs, names = [], []
     for value, out_name in zip(graph.outputs, graph.output_names or [v.name for v in graph.outputs]):
         if w.name(value) != out_name:  # outputs carry the plan's output names
@@ -318,7 +347,7 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
         names.append(out_name)
     model = onnx.helper.make_model(
         onnx.helper.make_graph(w.nodes, graph.name, [_value_info(onnx, v, v.name) for v in graph.inputs], outputs,
-                               w.initializers, value_info=typed),
+                               w.initializers, value_info=w.typed),
         opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="graphc")
     return model
 
