@@ -3,6 +3,9 @@ graph as an ONNX model (``export``, with PyTorch's number semantics spelled out 
 ``export_numbers``), and ``gc.load("model.onnx")`` imports one as a plan (``importer``: the
 file's checks and the graph; ``readers``, ``elementwise_readers``, ``shape_readers``: one
 function per ONNX op; ``external``: external data read only from the model's own folder).
+Control flow has a file each way: ``control_export`` writes ``cond``/``scan``/``while_loop`` as
+``If``/``Scan``/``Loop``, ``control_import`` reads those back, subgraphs' outer-scope names
+becoming the nodes' captured operands.
 ``dtypes`` is the one table of element types. The ``onnx`` package is an optional extra,
 imported only when a file is read or written.
 """

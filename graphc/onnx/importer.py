@@ -5,7 +5,7 @@ checked before it becomes an array: a tensor whose declared size does not match 
 carries is refused before anything is allocated, and external data (``model.onnx.data``, as
 ``torch.onnx.export`` writes it) is read only from the model's own folder, with every
 location, offset and length checked first (``external``). Each ONNX node then becomes
-graphc ops through its reader in ``readers.READERS``; shape arithmetic (``Shape ->
+graphc ops through its reader in ``readers.NODE_READERS``; shape arithmetic (``Shape ->
 Gather -> Concat -> Reshape``) is evaluated while importing, so the plan holds only tensor
 ops. The usual inference passes then run (BN folding, constant folding, the Linear/Conv +
 ReLU fusions).
@@ -29,6 +29,9 @@ from .export import onnx_module
 from .external import ExternalData, model_folder
 
 IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
+OLD_OPSETS = range(8, 11)  # read only for models of OLD_OPSET_OPS, ops whose older forms the readers know too
+OLD_OPSET_OPS = frozenset({"Scan", "Loop", "If", "Identity", "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu",
+                           "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "MatMul"})
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
 _STATIC_ONLY_DTYPES = {6: np.int32, 3: np.int8, 5: np.int16}  # fine for shapes and indices, never as tensors
 _TYPED_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 5: "int32_data", 6: "int32_data",
@@ -96,11 +99,23 @@ def _check_structure(model, where: str) -> None:
     if model.functions:
         raise GraphcError(f"{where}: model-local functions ({model.functions[0].name!r}, ...) are not supported")
     version = default_opset(model)
-    if version not in IMPORT_OPSETS:
+    old = sorted(set(_op_types(model.graph)) - OLD_OPSET_OPS) if version in OLD_OPSETS else None
+    if version not in IMPORT_OPSETS and old != []:
+        also = f" (and {OLD_OPSETS.start}-{OLD_OPSETS.stop - 1} for models of only {', '.join(sorted(OLD_OPSET_OPS))}" \
+               f"; this one uses {', '.join(old[:5])})" if old else ""
         raise GraphcError(f"{where}: ONNX opset {version} is not supported; graphc imports default-domain opsets "
-                          f"{IMPORT_OPSETS.start}-{IMPORT_OPSETS.stop - 1}")
+                          f"{IMPORT_OPSETS.start}-{IMPORT_OPSETS.stop - 1}{also}")
     if model.graph.sparse_initializer:
         raise GraphcError(f"{where}: sparse initializers are not supported")
+
+
+def _op_types(graph):
+    """The op types of ``graph``'s nodes and of its subgraphs' nodes."""
+    for node in graph.node:
+        yield node.op_type
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == 5 else list(attr.graphs)):
+                yield from _op_types(sub)
 
 
 def default_opset(model) -> int | None:
@@ -199,6 +214,7 @@ class ModelReader:
         self.node = None
         self.meta: dict = {}
         self.graphc_made = model.producer_name == "graphc"
+        self.scope = ""  # where a subgraph's nodes are: " in subgraph 'body'" (control_import.BodyReader)
 
     # ---- the graph's edges -------------------------------------------------------------
     def to_graph(self) -> Graph:
@@ -211,10 +227,10 @@ class ModelReader:
         for info in onnx_graph.input:
             if info.name not in self.env:  # old files list initializers as inputs too
                 self._add_input(info)
-        from .readers import READERS
+        from .readers import NODE_READERS
 
         for index, node in enumerate(onnx_graph.node):
-            self._read_node(READERS, index, node)
+            self._read_node(NODE_READERS, index, node)
         names = []
         for info in onnx_graph.output:
             if info.name not in self.env:
@@ -249,7 +265,8 @@ class ModelReader:
     def _read_node(self, readers: dict, index: int, node) -> None:
         self.node = node
         label = clip(node.name, 200) or f"{clip(node.op_type, 60)}_{index}"  # names from the file: cut short
-        source = clip(node.doc_string, 200) if self.graphc_made and node.doc_string else f"{self.where} node {index}"
+        source = clip(node.doc_string, 200) if self.graphc_made and node.doc_string else \
+            f"{self.where} node {index}{self.scope}"
         module = re.sub(r"__\d+$", "", label) if self.graphc_made else label  # the export's unique suffix
         self.meta = {"module": module, "module_type": clip(node.op_type, 60), "source": source}
         if node.domain not in ("", "ai.onnx"):
@@ -258,7 +275,7 @@ class ModelReader:
         reader = readers.get(node.op_type)
         if reader is None:
             raise self.error(f"ONNX op {show(node.op_type)} is not supported by graphc's importer")
-        args = [self.env[name] if name else None for name in self._known_inputs(node)]
+        args = [self.lookup(name) if name else None for name in self._known_inputs(node)]
         try:
             outputs = reader(self, args)
         except GraphcError as e:
@@ -276,9 +293,17 @@ class ModelReader:
 
     def _known_inputs(self, node) -> list:
         for name in node.input:
-            if name and name not in self.env:
+            if name and not self.knows(name):
                 raise self.error(f"input {show(name)} is used before any node computes it")
         return list(node.input)
+
+    def knows(self, name: str) -> bool:
+        return name in self.env
+
+    def lookup(self, name: str):
+        """The Value or known array an ONNX name stands for (a body reader also sees the
+        enclosing graphs' names: ``control_import.BodyReader``)."""
+        return self.env[name]
 
     def error(self, message: str) -> GraphcError:
         return GraphcError(f"{self.where}: {message}", describe_location(self.meta))
@@ -289,8 +314,11 @@ class ModelReader:
         one the node lacks (``attrs["axis"]``) is a GraphcError naming it."""
         out = NodeAttrs(self.error)
         for attr in self.node.attribute:
-            if attr.type in (5, 10):  # GRAPH, GRAPHS: no supported op takes a subgraph
-                raise self.error(f"attribute {show(attr.name)} holds a subgraph, which graphc does not import")
+            if attr.type == 5:  # GRAPH: a control-flow op's body, read by its reader (control_import)
+                out[attr.name] = attr.g
+                continue
+            if attr.type == 10:  # GRAPHS: no default-domain op graphc reads takes a list of subgraphs
+                raise self.error(f"attribute {show(attr.name)} holds a list of subgraphs, which graphc does not import")
             if attr.type in (4, 9):  # TENSOR, TENSORS
                 tensors = [attr.t] if attr.type == 4 else list(attr.tensors)
                 arrays = [tensor_array(self.onnx, t, self.where, f"attribute {show(attr.name)}", self.external)

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Value
+from .control_import import CONTROL_READERS
 from .elementwise_readers import ELEMENTWISE_READERS, scalar
 from .shape_readers import SHAPE_READERS, _axes, _known, _rank, _shape
 
@@ -255,3 +256,7 @@ READERS = {
     "LogSoftmax": _softmax("log_softmax"), "ReduceMean": _reduce("mean", 18), "ReduceSum": _reduce("sum", 13),
     "ReduceMax": _reduce("max", 18), "ArgMax": _argmax,
 }
+
+# what the importer reads: the single-node readers above (tests/test_onnx_readers.py runs each one)
+# and If, Loop and Scan, whose bodies are subgraphs (control_import; tests/test_onnx_control.py)
+NODE_READERS = {**READERS, **CONTROL_READERS}
