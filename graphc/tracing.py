@@ -12,7 +12,9 @@ from .ir.errors import GraphcError, TraceError
 from .ir.types import DType
 from .passes.numeric_check import Example, check_verify
 from .core.tensor import Tensor
+from .branching import trace_both_ways
 from .core.tracer import Tracer, active, input_names
+from .core.traced_scalars import traced_number
 
 
 def _example_array(x, index):
@@ -47,20 +49,34 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
 
     root = root if root is not None else (fn if isinstance(fn, Module) else None)
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
+    # Python numbers are plan inputs that the function sees as (traced) Python numbers
+    numbers = [type(x) if type(x) in (int, float) else None for x in example_inputs]
     batched = next((a for a in arrays if a.ndim), None)  # the first input with a leading dim sets N
     if batched is not None and batched.shape[0] == 0:
         raise GraphcError("example inputs have a zero-size batch; trace with at least one example")
     if name is None:
         name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
-    tracer = Tracer(name, root)
     batch = batched.shape[0] if batched is not None and dynamic_batch else None
-    tracer.batch_size = batch
     names = names or input_names(fn, len(arrays))
+    graph, tracer = trace_both_ways(
+        lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, batch, decisions, also), root)
+    refuse_float16(graph)
+    return graph, tracer
+
+
+def _trace_once(fn, arrays, numbers, name, root, names, batch, decisions, also_differentiate=frozenset()):
+    """One trace of ``fn``, its first traced booleans answered by ``decisions``."""
+    tracer = Tracer(name, root)
+    tracer.batch_size = batch
+    tracer.decisions = decisions
+    tracer.also_differentiate = also_differentiate
     symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
                for n, a in zip(names, arrays)]
+    symbols = [traced_number(t, kind) if kind else t for t, kind in zip(symbols, numbers)]
     with tracing_modules(root, tracer), active(tracer):
         result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    outputs = [out.tensor if hasattr(out, "weak_for") else out for out in outputs]  # loss.item(): its 0-d value
     if not any(isinstance(out, Tensor) for out in outputs):
         raise TraceError("the traced function returned no tensor")
     for i, out in enumerate(outputs):
@@ -74,7 +90,6 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
         tracer.graph.meta["none_outputs"] = none_at
     tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
                                  for i, out in enumerate(outputs) if out is not None]
-    refuse_float16(tracer.graph)
     return tracer.graph, tracer
 
 

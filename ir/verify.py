@@ -6,7 +6,7 @@ from .graph import Graph
 from .registry import get_op, infer_types
 
 
-def verify(graph: Graph) -> Graph:
+def verify(graph: Graph, _checked: set | None = None) -> Graph:
     """Check SSA, topological order, known ops, attrs and types; return the graph.
 
     >>> from graphc.ir import Graph, verify
@@ -35,11 +35,13 @@ def verify(graph: Graph) -> Graph:
         data = graph.constant_data.get(name)
         if data is None or tuple(data.shape) != v.type.shape or data.dtype != v.type.dtype.numpy:
             raise VerifyError(f"constant %{name} data does not match its type {v.type}")
+    checked = set() if _checked is None else _checked  # each body once, however often it is called
     for index, node in enumerate(graph.nodes):
         _verify_node(node, index, defined)
         for key, body in node.attrs.items():
-            if isinstance(body, Graph):
-                _verify_body(body, f"node {index} ({node.op}) {key}", node.location())
+            if isinstance(body, Graph) and id(body) not in checked:
+                checked.add(id(body))
+                _verify_body(body, f"node {index} ({node.op}) {key}", node.location(), checked)
         for v in node.outputs:
             define(v, f"node {index} ({node.op})")
     for v in graph.root_values():
@@ -53,14 +55,14 @@ def verify(graph: Graph) -> Graph:
     return graph
 
 
-def _verify_body(body: Graph, where: str, location) -> None:
+def _verify_body(body: Graph, where: str, location, checked: set) -> None:
     """A body (a control-flow branch or step, a custom op's body) is a graph of its own that
     reads only its inputs: a value captured from outside must have been made an input."""
     if body.state or body.constants or body.updates:
         raise VerifyError(f"{where}: body {body.name!r} holds state or constants; a body reads only its inputs",
                           location)
     try:
-        verify(body)
+        verify(body, checked)
     except VerifyError as e:
         raise VerifyError(f"{where}: body {body.name!r}: {e.message}", location) from None
 

@@ -122,17 +122,19 @@ def test_view_with_symbolic_batch_keeps_n():
 
 class Branchy(nn.Module):
     def forward(self, x):
-        if x.sum() > 0:  # data-dependent: cannot be traced
+        if x.sum() > 0:  # data-dependent: both sides are traced and joined in a cond
             return x
         return -x
 
 
-def test_data_dependent_control_flow_raises_trace_error_with_user_line():
+def test_data_dependent_control_flow_becomes_a_cond_at_the_user_line():
     line = inspect.getsourcelines(Branchy.forward)[1] + 1
-    with pytest.raises(gc.TraceError) as info:
-        gc.trace(Branchy(), np.ones((2, 3), np.float32))
-    assert f"test_ir.py:{line}" in str(info.value)
-    assert isinstance(info.value, gc.GraphcError)
+    graph = gc.trace(Branchy(), np.ones((2, 3), np.float32))
+    cond = next(n for n in graph.nodes if n.op == "cond")
+    assert f"test_ir.py:{line}" in cond.location()
+    plan = gc.compile(Branchy(), (np.ones((2, 3), np.float32),))
+    assert plan(np.ones((2, 3), np.float32)).tolist() == [[1.0] * 3] * 2
+    assert plan(-np.ones((2, 3), np.float32)).tolist() == [[1.0] * 3] * 2
 
 
 def test_shape_error_in_trace_names_module_and_line():

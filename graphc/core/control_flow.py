@@ -76,6 +76,8 @@ class BodyTracer(Tracer):
     def lift(self, x, dtypes) -> Value:
         if isinstance(x, Tensor) and x._tracer is self:
             return x._value
+        if getattr(x, "_tracer", None) is self:  # a traced Python number made in this body
+            return super().lift(x, dtypes)
         outer = self.parent.lift(x, dtypes)
         if id(outer) not in self.captured:
             self.captured[id(outer)] = self.placeholder("captured", outer.type)._value

@@ -20,7 +20,8 @@ def apply(op: str, args: list, attrs: dict | None = None):
     """Apply ``op`` to Tensors / Python scalars; returns a Tensor or a tuple of Tensors."""
     from .tensor import Tensor
 
-    tracer = next((a._tracer for a in args if isinstance(a, Tensor) and a._tracer is not None), None)
+    # (a traced Python number, .item() in a trace, has a _tracer too)
+    tracer = next((t for a in args if (t := getattr(a, "_tracer", None)) is not None), None)
     if tracer is None:  # a model's parameter or buffer read inside a step being traced is a graph value
         current = current_tracer()
         if current is not None and any(isinstance(a, Tensor) and current.state_name(a) for a in args):

@@ -83,7 +83,8 @@ def _differentiable_params(tracer, loss) -> list:
     out = []
     for name, value in tracer.graph.state.items():
         tensor = tracer.state_tensors.get(name)
-        if (id(value) in needed and tracer.graph.state_roles[name] == "param" and value.type.dtype.is_float
+        wanted = id(value) in needed or name in tracer.also_differentiate  # (used by the other side of a branch)
+        if (wanted and tracer.graph.state_roles[name] == "param" and value.type.dtype.is_float
                 and getattr(tensor, "requires_grad", False)):
             out.append((name, tensor))
     return out

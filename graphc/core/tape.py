@@ -81,7 +81,9 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False, input
     graph, grads = autodiff(graph, loss, list(leaves))
     grads.update(_average_data_parallel(graph, grads, leaves, entries))
     backend = backend_of(tensor.array)
-    for node in graph.nodes[recorded:]:  # the seed's nodes (a gradient argument, a sum), then the backward
+    for node in graph.nodes:  # the seed's nodes (a gradient argument, a sum), then the backward
+        if all(id(v) in env for v in node.outputs):  # run eagerly already (a scan's vjp may swap in its
+            continue  # twin that also returns the carries it saw: that one runs here)
         arrays = [env[id(v)] if id(v) in env else backend.asarray(graph.constant_data[v.name]) for v in node.inputs]
         for value, array in zip(node.outputs, run_graph_node(node, arrays, backend)):
             env[id(value)] = array

@@ -140,6 +140,8 @@ class Tensor:
         return backend_of(data).to_numpy(data)
 
     def item(self):
+        if self._tracer is not None:  # inside a compiled function: a traced Python number
+            return self._traced_number("Tensor.item()", None)
         data = self._concrete("Tensor.item()")
         if data.size != 1:
             raise GraphcError(f"item() needs a one-element tensor, got shape {data.shape}")
@@ -154,13 +156,31 @@ class Tensor:
         return data if dtype is None else data.astype(dtype)
 
     def __bool__(self):
+        if self._tracer is not None:  # a branch on a traced value: both sides are traced and joined
+            return self._tracer.decide(self, "using a tensor as a Python bool (if/while/and/or)")
         return bool(self._concrete("using a tensor as a Python bool (if/while/and/or)"))
 
     def __float__(self):
+        if self._tracer is not None:
+            return self._traced_number("float(tensor)", float)
         return float(self._concrete("float(tensor)"))
 
     def __int__(self):
+        if self._tracer is not None:
+            raise TraceError("int(tensor) inside a compiled function would have to be a real Python int, which a traced "
+                             "tensor does not have yet; use tensor.item() (a traced number that takes part in "
+                             "arithmetic) or keep computing with the tensor", self._tracer.user_location())
         return int(self._concrete("int(tensor)"))
+
+    def _traced_number(self, what: str, kind):
+        """A traced Python number (graphc/core/traced_scalars.py) of a one-element traced tensor."""
+        from .traced_scalars import traced_number
+
+        if any(not isinstance(d, int) or isinstance(d, SymInt) or d != 1 for d in self.shape):
+            raise TraceError(f"{what} needs a one-element tensor, got shape {tuple(self.dims)}", self._tracer.user_location())
+        if kind is None:
+            kind = float if self.dtype.is_float else bool if self.dtype is DType.bool else int
+        return traced_number(self, kind)
 
     def __index__(self):
         return int(self._concrete("using a tensor as an index"))

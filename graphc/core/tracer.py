@@ -29,6 +29,16 @@ _active = threading.local()
 VIEW_OPS = frozenset({"reshape", "flatten", "permute", "slice", "broadcast_to", "stop_gradient"})
 
 
+class Undecided(BaseException):
+    """A traced boolean was asked for its Python value past the decisions this trace was given:
+    the tracing driver (graphc/branching.py) traces again with the decision forced each way.
+    A BaseException, so that a user's ``except Exception`` does not swallow it."""
+
+    def __init__(self, position: int, asked: list):
+        super().__init__(position)
+        self.position, self.asked = position, asked  # asked: the node meta of every decision so far
+
+
 def current_tracer():
     """The innermost trace running on this thread, or None."""
     stack = getattr(_active, "stack", None)
@@ -97,6 +107,9 @@ class Tracer:
         self.optimizer = None  # the optimizer a traced optimizer.step() ran
         self.scope: list = []
         self.batch_size = None
+        self.decisions: list | None = None  # forced answers to traced booleans (None: refuse them)
+        self.asked: list = []  # (predicate Value, node meta) per traced boolean asked, in order
+        self.also_differentiate: frozenset = frozenset()  # params the other side of a branch differentiates
         self.module_names = {id(m): name for name, m in root.named_modules()} if root is not None else {}
         self.root_type = type(root).__name__ if root is not None else None
         if root is not None:
@@ -167,6 +180,13 @@ class Tracer:
                 self.values[id(x)] = value
                 self.keep_alive.append(x)
             return value
+        if hasattr(x, "weak_for"):  # a traced Python number (.item() in the trace): its graph value
+            from .traced_scalars import TracedFloat
+
+            value = self.lift(x.tensor, [])
+            dtype = weak_dtype(1.0 if isinstance(x, TracedFloat) else 1, dtypes)
+            return value if value.type.dtype is dtype else self.builder.emit1("cast", [value], {"dtype": dtype.name},
+                                                                              self.current_meta())
         if isinstance(x, (bool, int, float, np.number)):
             dtype = weak_dtype(x, dtypes)
             return self.builder.constant(scalar_array(x, dtype), dtype)
@@ -215,6 +235,22 @@ class Tracer:
         stand_in._origin = tensor  # its .grad is the parameter's own
         stand_in.requires_grad = tensor.requires_grad
         return stand_in
+
+    def decide(self, tensor, what: str) -> bool:
+        """The Python value of a traced boolean (``if t:``): the forced decision at this point of
+        the trace, or :class:`Undecided` so that both sides are traced (graphc/branching.py)."""
+        if self.decisions is None:
+            raise TraceError(f"{what} needs a concrete value, but this tensor is being traced; use gc.cond or "
+                             "gc.where, or keep the decision outside the compiled function", self.user_location())
+        value = self.lift(tensor, [])
+        if any(d != 1 for d in value.type.shape):
+            raise TraceError(f"{what}: a tensor with {value.type} is not one boolean (PyTorch: 'Boolean value of Tensor "
+                             "with more than one value is ambiguous')", self.user_location())
+        position = len(self.asked)
+        self.asked.append((value, self.current_meta()))
+        if position < len(self.decisions):
+            return self.decisions[position]
+        raise Undecided(position, [meta for _, meta in self.asked])
 
     # ---- actions: backward() and optimizer.step() inside the traced function -----------
     def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:

@@ -78,6 +78,21 @@ ge = _binary("ge", "Elementwise >=, as a bool tensor.", names=("greater_equal",)
 
 
 @torchsymbol(functional=False)
+def mm(input, mat2):
+    """The matrix product of two 2-d tensors (``torch.mm``; ``matmul`` broadcasts, this does not).
+
+    >>> import graphc as gc
+    >>> gc.ones(2, 3).mm(gc.ones(3, 4)).shape
+    (2, 4)
+    """
+    if input.ndim != 2 or mat2.ndim != 2:
+        from ..ir.errors import ShapeError
+
+        raise ShapeError(f"mm takes two 2-d tensors, got {input.ndim}-d and {mat2.ndim}-d (use matmul to broadcast)")
+    return matmul(input, mat2)
+
+
+@torchsymbol(functional=False)
 def add(input, other, *, alpha=1):
     """``input + alpha * other``.
 

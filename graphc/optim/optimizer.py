@@ -233,6 +233,12 @@ class Optimizer:
                 eager.state[f"optim.{eager.names[index]}.{slot}"] = backend.asarray(array.copy())
         eager._plans.clear()  # plans built before hold the old arrays
 
+    def zero_gradient_keeps(self, group) -> bool:
+        """Whether a zero gradient leaves a parameter of ``group`` where it was, as PyTorch leaves
+        one with no gradient (a compiled branch gives zeros to the parameters of the side not
+        taken). Not for optimizers with running state (momentum, Adam's moments)."""
+        return False
+
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, g in enumerate(self.param_groups):
@@ -265,6 +271,11 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov))
+
+    def zero_gradient_keeps(self, group) -> bool:
+        """Plain SGD leaves a parameter whose gradient is zero where it was, as PyTorch leaves
+        one without a gradient (momentum or weight decay would move it)."""
+        return group["momentum"] == 0 and group["weight_decay"] == 0
 
     def _check(self, group):
         super()._check(group)

@@ -1,0 +1,166 @@
+"""``.item()`` and ``float(t)`` of a traced tensor: a traced Python number.
+
+Inside a compiled step a tensor has no value yet, so ``value.item()`` gives a
+:class:`TracedFloat` (a ``float`` subclass; ``float(t)`` gives one too) or, for an integer
+tensor, a :class:`TracedInt`, holding a 0-d graph value instead of a number. ``int(t)``
+must return a real ``int`` (Python reads an int subclass's value directly in ``list[i]``
+and ``range(n)``), so it is a TraceError: use ``t.item()`` or keep a tensor. Arithmetic with Python numbers, with other traced
+numbers and with tensors records graph ops, with Python's own result types (``int / int``
+is a float, anything with a float is a float) and, next to a tensor, a Python number's weak
+dtype (``f32_tensor * x.item()`` stays float32), so actor-critic code such as
+``advantage = R - value.item()`` compiles. Like a Python number it carries no gradient.
+A comparison gives a traced boolean, which an ``if`` may branch on (both sides are traced).
+Where Python needs the real number (formatting it, indexing a list, ``range(n)``, a dict
+key), a :class:`~graphc.TraceError` names the line. ``math.exp(x)`` and friends read the
+float's placeholder value (NaN) directly and cannot be caught: use ``gc.exp`` on tensors.
+"""
+from __future__ import annotations
+
+from ..ir.errors import TraceError
+from ..ir.types import DType
+
+
+def traced_number(tensor, kind: type):
+    """``tensor`` (one element, traced) as a traced Python ``float`` or ``int`` (a bool stays a
+    0-d tensor: Python's bool cannot be subclassed, and ``if`` on it branches as well)."""
+    value = tensor.detach().reshape(()) if tensor.ndim else tensor.detach()
+    if kind is bool:
+        return value.bool() if value.dtype is not DType.bool else value
+    dtype = DType.float64 if kind is float else DType.int64
+    value = value.cast(dtype) if value.dtype is not dtype else value
+    return TracedFloat(value) if kind is float else TracedInt(value)
+
+
+def _wrap(tensor):
+    if tensor.dtype is DType.bool:
+        return tensor  # a comparison: a traced boolean
+    return TracedFloat(tensor) if tensor.dtype.is_float else TracedInt(tensor)
+
+
+def _operand(x):
+    """A number's tensor (traced numbers) or the number; None for anything else."""
+    if isinstance(x, (TracedFloat, TracedInt)):
+        return x.tensor
+    if isinstance(x, (bool, int, float)):
+        return x
+    return None
+
+
+def _as_float(x):
+    return x.cast(DType.float64) if hasattr(x, "cast") and not x.dtype.is_float else (
+        float(x) if isinstance(x, int) else x)
+
+
+def _binary(name: str, true_division: bool = False):
+    def method(self, other):
+        from .tensor import Tensor
+
+        if isinstance(other, Tensor):  # next to a tensor: a Python number's weak dtype
+            return getattr(self.weak_for(other), name)(other)
+        operand = _operand(other)
+        if operand is None:
+            return NotImplemented
+        mine = self.tensor
+        if true_division or isinstance(self, TracedFloat) or isinstance(other, float):
+            mine, operand = _as_float(mine), _as_float(operand)  # Python's result types: floats are float64
+        return _wrap(getattr(mine, name)(operand))
+    method.__name__ = name
+    return method
+
+
+def _unary(name: str):
+    def method(self):
+        return _wrap(getattr(self.tensor, name)())
+    method.__name__ = name
+    return method
+
+
+def _needs_value(what: str):
+    def method(self, *args):
+        raise TraceError(f"{what} needs a real number, but this one comes from .item(), float() or int() of a tensor "
+                         "inside a compiled function, where it has no value yet; compute with it as a number (it "
+                         "becomes graph ops), or return the tensor and use its value outside", self.where)
+    method.__name__ = what
+    return method
+
+
+class _Traced:
+    """What TracedFloat and TracedInt share; ``tensor`` is the 0-d graph value."""
+
+    @property
+    def _tracer(self):  # dispatch finds the trace through it, as through a Tensor
+        return self.tensor._tracer
+
+    @property
+    def where(self):
+        return self.tensor._tracer.user_location()
+
+    def weak_for(self, other):
+        """This number as a tensor next to ``other``, with the dtype a Python number takes."""
+        from .scalars import weak_dtype
+
+        dtype = weak_dtype(1.0 if isinstance(self, TracedFloat) else 1, [other.dtype])
+        return self.tensor.cast(dtype) if self.tensor.dtype is not dtype else self.tensor
+
+    def __bool__(self):
+        return bool(self.tensor != 0)  # a branch on it: both sides are traced
+
+    __format__ = _needs_value("formatting it (an f-string, format(), '%' or print)")
+    __str__ = _needs_value("str()")
+    __repr__ = _needs_value("repr()")
+    __hash__ = _needs_value("hashing it (a dict key or a set member)")
+    __index__ = _needs_value("using it as an index or a count (list[i], range(n))")
+
+
+for _name in ("add", "sub", "mul", "floordiv", "mod", "pow"):
+    setattr(_Traced, f"__{_name}__", _binary(f"__{_name}__"))
+    setattr(_Traced, f"__r{_name}__", _binary(f"__r{_name}__"))
+_Traced.__truediv__ = _binary("__truediv__", true_division=True)
+_Traced.__rtruediv__ = _binary("__rtruediv__", true_division=True)
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(_Traced, f"__{_name}__", _binary(f"__{_name}__"))
+_Traced.__neg__ = _unary("__neg__")
+_Traced.__abs__ = _unary("__abs__")
+_Traced.__pos__ = lambda self: self
+
+
+class TracedFloat(_Traced, float):
+    """A traced Python float (see the module doc)."""
+
+    def __new__(cls, tensor):
+        obj = float.__new__(cls, float("nan"))  # never read: every use goes through ``tensor``
+        obj.tensor = tensor
+        return obj
+
+    def __float__(self):
+        return self
+
+    __int__ = _needs_value("int()")
+
+    def __round__(self, ndigits=None):
+        if ndigits is not None:
+            return _needs_value("round(x, ndigits)")(self)
+        return TracedInt(self.tensor.round().cast(DType.int64))
+
+    def __floor__(self):
+        return TracedInt(self.tensor.floor().cast(DType.int64))
+
+    def __ceil__(self):
+        return TracedInt(self.tensor.ceil().cast(DType.int64))
+
+    def __trunc__(self):
+        return TracedInt(self.tensor.trunc().cast(DType.int64))
+
+
+class TracedInt(_Traced):
+    """A traced Python int (see the module doc). Not an ``int`` subclass: Python's C code reads
+    an int subclass's value directly (``list[i]``, ``range(n)``), which would be a silent
+    placeholder; this one refuses every such use with a TraceError instead."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    __int__ = _needs_value("int()")
+
+    def __float__(self):
+        return TracedFloat(self.tensor.cast(DType.float64))
