@@ -115,6 +115,13 @@ def test_every_if_loop_and_scan_backend_case_is_listed():
     assert set(CASES) <= set(backend_cases())
 
 
+def test_every_control_reader_has_backend_cases():
+    """The readers tests/test_onnx_readers.py leaves out (subgraph ops) are the ones run here."""
+    from graphc.onnx.control_import import CONTROL_READERS
+
+    assert {f"test_{op.lower()}" for op in CONTROL_READERS} == set(PREFIXES)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_onnx_backend_case(name, tmp_path):
     model, inputs, expected = backend_cases()[name]

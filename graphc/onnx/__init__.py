@@ -1,8 +1,9 @@
 """ONNX interchange: ``gc.export(model, example, "model.onnx")`` writes a frozen inference
 graph as an ONNX model (``export``, with PyTorch's number semantics spelled out in ONNX ops by
 ``export_numbers``), and ``gc.load("model.onnx")`` imports one as a plan (``importer``: the
-file's checks and the graph; ``readers``, ``elementwise_readers``, ``shape_readers``: one
-function per ONNX op; ``external``: external data read only from the model's own folder).
+file's checks and the table of readers; ``graph_reader``: the graph, node by node; ``readers``,
+``elementwise_readers``, ``shape_readers``: one function per ONNX op; ``external``: external
+data read only from the model's own folder).
 Control flow has a file each way: ``control_export`` writes ``cond``/``scan``/``while_loop`` as
 ``If``/``Scan``/``Loop``, ``control_import`` reads those back, subgraphs' outer-scope names
 becoming the nodes' captured operands.

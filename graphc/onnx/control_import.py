@@ -31,29 +31,30 @@ import re
 import numpy as np
 
 from ..ir.builder import Builder
-from ..ir.errors import GraphcError
+from ..ir.errors import show
 from ..ir.graph import Graph, Value
 from ..ir.ops.control import step_type
 from ..ir.types import DType, TensorType
-from .importer import ModelReader, _clean_name, show, tensor_array
+from .graph_reader import GraphReader, clean_name, tensor_array
 from .shape_readers import _known, _shape
 
 _I64, _BOOL = TensorType((), DType.int64), TensorType((), DType.bool)
 
 
-class BodyReader(ModelReader):
-    """Reads one ONNX subgraph into a body graph inside ``parent`` (a ModelReader or another
-    BodyReader). Inputs come first, as the caller binds them (:meth:`bind`), then the captured
-    values (:func:`join` orders them across bodies)."""
+class BodyReader(GraphReader):
+    """Reads one ONNX subgraph into a body graph inside ``parent`` (the model's reader or another
+    BodyReader), with the parent's table of readers. Inputs come first, as the caller binds them
+    (:meth:`bind`), then the captured values (:func:`join` orders them across bodies)."""
 
-    def __init__(self, parent: ModelReader, name: str):  # noqa: super().__init__ reads a model; this shares one
+    def __init__(self, parent: GraphReader, name: str):  # noqa: super().__init__ reads a model; this shares one
         self.parent = parent
-        for key in ("onnx", "model", "where", "budget", "external", "opset", "graphc_made", "array_names", "node"):
+        for key in ("readers", "onnx", "model", "where", "budget", "external", "opset", "graphc_made", "array_names",
+                    "node"):
             setattr(self, key, getattr(parent, key))
         self.meta = dict(parent.meta)
         self.scope = f" in subgraph {show(name)}{parent.scope}"
         name = re.sub(r"__\d+$", "", name) if parent.graphc_made else name  # the export's unique suffix
-        self.graph = Graph(_clean_name(name, "body"))
+        self.graph = Graph(clean_name(name, "body"))
         self.builder = Builder(self.graph)
         self.env, self.constants = {}, {}
         self.formal: list[Value] = []
@@ -90,7 +91,7 @@ class BodyReader(ModelReader):
 
     def bind(self, name: str | None, ttype) -> Value:
         """A formal input of the body, standing for the ONNX name ``name`` (if any)."""
-        value = self._input(_clean_name(name or "", "arg"), ttype)
+        value = self._input(clean_name(name or "", "arg"), ttype)
         self.formal.append(value)
         if name:
             self.env[name] = value
@@ -98,15 +99,13 @@ class BodyReader(ModelReader):
 
     def read(self, onnx_graph) -> list:
         """Read the subgraph's initializers and nodes; returns its outputs (Values or arrays)."""
-        from .readers import NODE_READERS
-
         if onnx_graph.sparse_initializer:
             raise self.error(f"subgraph {show(onnx_graph.name)} has sparse initializers, which graphc does not import")
         for tensor in onnx_graph.initializer:
             self.env[tensor.name] = tensor_array(self.onnx, tensor, self.where, f"initializer {show(tensor.name)}",
                                                  self.external)
         for index, node in enumerate(onnx_graph.node):
-            self._read_node(NODE_READERS, index, node)
+            self._read_node(index, node)
         outputs = []
         for info in onnx_graph.output:
             if not self.knows(info.name):
@@ -153,13 +152,11 @@ def _scalar(r, x, dtype: DType, what: str):
 # ---- If ---------------------------------------------------------------------------------------
 def _inline(r, branch) -> list:
     """A branch chosen while importing: its nodes read into ``r`` in place."""
-    from .readers import NODE_READERS
-
     node, meta = r.node, r.meta
     for tensor in branch.initializer:
         r.env[tensor.name] = tensor_array(r.onnx, tensor, r.where, f"initializer {show(tensor.name)}", r.external)
     for index, inner in enumerate(branch.node):
-        r._read_node(NODE_READERS, index, inner)
+        r._read_node(index, inner)
     r.node, r.meta = node, meta
     return [r.lookup(info.name) for info in branch.output]
 

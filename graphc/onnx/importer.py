@@ -5,37 +5,41 @@ checked before it becomes an array: a tensor whose declared size does not match 
 carries is refused before anything is allocated, and external data (``model.onnx.data``, as
 ``torch.onnx.export`` writes it) is read only from the model's own folder, with every
 location, offset and length checked first (``external``). Each ONNX node then becomes
-graphc ops through its reader in ``readers.NODE_READERS``; shape arithmetic (``Shape ->
-Gather -> Concat -> Reshape``) is evaluated while importing, so the plan holds only tensor
-ops. The usual inference passes then run (BN folding, constant folding, the Linear/Conv +
-ReLU fusions).
+graphc ops through its reader in :data:`NODE_READERS` (``graph_reader`` reads the graph node by
+node); shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) is evaluated while
+importing, so the plan holds only tensor ops. The usual inference passes then run (BN
+folding, constant folding, the Linear/Conv + ReLU fusions).
 """
 from __future__ import annotations
 
-import math
 import os
-import re
 
-import numpy as np
-
-from ..ir.builder import Builder
-from ..ir.errors import GraphcError, PlanFormatError, clip, show
-from ..ir.graph import Graph, Value, describe_location
-from ..ir.types import BATCH, DType, TensorType
+from ..ir.errors import GraphcError, PlanFormatError, clip
 from ..executor.backends import NUMPY
 from ..executor.budget import default_budget, value_bytes
-from .dtypes import NUMPY_DTYPES as _NUMPY_DTYPES
+from .control_import import CONTROL_READERS
 from .export import onnx_module
-from .external import ExternalData, model_folder
+from .external import model_folder
+from .graph_reader import GraphReader, default_opset
+from .readers import READERS
 
 IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
 OLD_OPSETS = range(8, 11)  # read only for models of OLD_OPSET_OPS, ops whose older forms the readers know too
 OLD_OPSET_OPS = frozenset({"Scan", "Loop", "If", "Identity", "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu",
                            "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "MatMul"})
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
-_STATIC_ONLY_DTYPES = {6: np.int32, 3: np.int8, 5: np.int16}  # fine for shapes and indices, never as tensors
-_TYPED_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 5: "int32_data", 6: "int32_data",
-                 7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data"}
+
+NODE_READERS = {**READERS, **CONTROL_READERS}
+"""The one table the importer reads with, ONNX op type -> reader: the single-node readers
+(``readers.READERS``, each run by tests/test_onnx_readers.py) and ``If``, ``Loop`` and ``Scan``,
+whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_control.py)."""
+
+
+class ModelReader(GraphReader):
+    """The reader of a whole model's graph, with every op graphc imports (:data:`NODE_READERS`)."""
+
+    def __init__(self, model, filename: str, budget: int, folder: str | None = None):
+        super().__init__(model, filename, budget, readers=NODE_READERS, folder=folder)
 
 
 def import_onnx(path, device: str = "cpu", memory_budget=None):
@@ -95,7 +99,7 @@ def read_model(where: str, memory_budget=None):
 
 def _check_structure(model, where: str) -> None:
     """Refuse what graphc will not read: sparse tensors, local functions, opsets outside
-    IMPORT_OPSETS. (Each tensor is checked as it is read: :func:`tensor_array`.)"""
+    IMPORT_OPSETS. (Each tensor is checked as it is read: ``graph_reader.tensor_array``.)"""
     if model.functions:
         raise GraphcError(f"{where}: model-local functions ({model.functions[0].name!r}, ...) are not supported")
     version = default_opset(model)
@@ -116,258 +120,3 @@ def _op_types(graph):
         for attr in node.attribute:
             for sub in ([attr.g] if attr.type == 5 else list(attr.graphs)):
                 yield from _op_types(sub)
-
-
-def default_opset(model) -> int | None:
-    """The version of the default (``ai.onnx``) domain the model imports."""
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-
-
-def check_tensor(tensor, where: str, what: str):
-    """A tensor's element type must be one graphc holds and its dims non-negative; inline data
-    must be exactly as large as the dims say. Returns the numpy dtype."""
-    dtype = _NUMPY_DTYPES.get(tensor.data_type) or _STATIC_ONLY_DTYPES.get(tensor.data_type)
-    if dtype is None:
-        raise GraphcError(f"{where}: {what} has ONNX element type {tensor.data_type}, which graphc cannot hold")
-    if any(d < 0 for d in tensor.dims):
-        raise GraphcError(f"{where}: {what} declares negative dims {list(tensor.dims)}")
-    if is_external(tensor, where, what):
-        return dtype  # checked against its data file by ExternalData.array
-    count = int(np.prod(tensor.dims, dtype=object)) if tensor.dims else 1
-    if tensor.HasField("raw_data"):
-        have, want = len(tensor.raw_data), count * np.dtype(dtype).itemsize
-    else:  # one entry per value (float16 values are packed one per int32)
-        have, want = len(getattr(tensor, _TYPED_FIELDS[tensor.data_type])), count
-    if have != want:
-        raise GraphcError(f"{where}: {what} declares shape {list(tensor.dims)} ({want} "
-                          f"{'bytes' if tensor.HasField('raw_data') else 'values'}) but holds {have}")
-    return dtype
-
-
-def is_external(tensor, where: str, what: str) -> bool:
-    """Whether the tensor's data is in another file (data_location EXTERNAL, as onnx and
-    onnxruntime decide); external_data entries without that marking are ambiguous, refused."""
-    if tensor.data_location == 1:  # TensorProto.EXTERNAL
-        return True
-    if tensor.external_data:
-        raise PlanFormatError(f"{where}: {what} has external data entries but is not marked as external data")
-    return False
-
-
-def tensor_array(onnx, tensor, where: str, what: str, external: ExternalData | None = None) -> np.ndarray:
-    """The checked numpy array of a TensorProto; external data is read through ``external``
-    (never through ``numpy_helper``, which would follow any path the file names)."""
-    dtype = check_tensor(tensor, where, what)
-    if is_external(tensor, where, what):
-        if external is None:
-            raise PlanFormatError(f"{where}: {what} keeps its data in another file, and this model was not "
-                                  "read from a folder")
-        return external.array(tensor, dtype, what)
-    return np.array(onnx.numpy_helper.to_array(tensor))  # a writable copy
-
-
-def _as_known(x):
-    """A reader's output in one of two forms: a graph Value, or a numpy array. A shape holding
-    the batch dim is an object array of ints and ``"N"`` (never numpy's fixed-width strings,
-    which would turn the ints it is concatenated with into strings too); one without is int64."""
-    if isinstance(x, Value):
-        return x
-    array = np.asarray(x)
-    if array.dtype.kind == "U":
-        array = array.astype(object)
-    if array.dtype == object and not any(isinstance(d, str) for d in array.reshape(-1).tolist()):
-        array = array.astype(np.int64)
-    return array
-
-
-def _clean_name(name: str, fallback: str) -> str:
-    """ONNX names may hold any characters (``onnx::Conv_12``, ``/conv1/Conv_output_0``);
-    graphc value names keep letters, digits, ``.`` and ``_``."""
-    cleaned = re.sub(r"[^A-Za-z0-9_.]+", "_", name).strip("_")
-    return cleaned or fallback
-
-
-class NodeAttrs(dict):
-    """A node's attributes: a missing one that the op needs is a GraphcError naming it."""
-
-    def __init__(self, error):
-        super().__init__()
-        self._error = error
-
-    def __missing__(self, key):
-        raise self._error(f"the node lacks the attribute {key!r}, which this op needs")
-
-
-class ModelReader:
-    """Translates one ONNX graph into an ``ir.Graph``, node by node, in file order."""
-
-    def __init__(self, model, filename: str, budget: int, folder: str | None = None):
-        self.onnx = onnx_module()
-        self.model, self.where, self.budget = model, filename, budget
-        self.external = None if folder is None else ExternalData(folder, filename, budget)
-        self.opset = default_opset(model)
-        self.graph = Graph(_clean_name(model.graph.name, "onnx_model"))
-        self.builder = Builder(self.graph)
-        self.env: dict = {}  # ONNX value name -> graph Value or np.ndarray (known while importing)
-        self.array_names: dict = {}  # id(array) -> (array, the initializer's name): constants keep it
-        self.constants: dict = {}  # id(array) -> (array, its graph constant), made once however often it is used
-        self.node = None
-        self.meta: dict = {}
-        self.graphc_made = model.producer_name == "graphc"
-        self.scope = ""  # where a subgraph's nodes are: " in subgraph 'body'" (control_import.BodyReader)
-
-    # ---- the graph's edges -------------------------------------------------------------
-    def to_graph(self) -> Graph:
-        onnx_graph = self.model.graph
-        for tensor in onnx_graph.initializer:
-            array = tensor_array(self.onnx, tensor, self.where, f"initializer {show(tensor.name)}",
-                                 self.external)
-            self.env[tensor.name] = array
-            self.array_names[id(array)] = (array, tensor.name)
-        for info in onnx_graph.input:
-            if info.name not in self.env:  # old files list initializers as inputs too
-                self._add_input(info)
-        from .readers import NODE_READERS
-
-        for index, node in enumerate(onnx_graph.node):
-            self._read_node(NODE_READERS, index, node)
-        names = []
-        for info in onnx_graph.output:
-            if info.name not in self.env:
-                raise GraphcError(f"{self.where}: graph output {show(info.name)} is not computed by any node")
-            self.graph.outputs.append(self.value(self.env[info.name]))
-            names.append(_clean_name(info.name, f"output{len(names)}"))
-        self.graph.output_names = names
-        return self.graph
-
-    def _add_input(self, info) -> None:
-        kind = info.type.WhichOneof("value")
-        tensor_type = info.type.tensor_type
-        if kind != "tensor_type" or tensor_type.elem_type not in _NUMPY_DTYPES:
-            raise GraphcError(f"{self.where}: input {show(info.name)} is not a tensor of a dtype graphc holds "
-                              f"({kind}, element type {tensor_type.elem_type})")
-        dims = []
-        for axis, dim in enumerate(tensor_type.shape.dim):
-            if dim.HasField("dim_value"):
-                dims.append(int(dim.dim_value))
-            elif axis == 0:  # a named or unknown leading dim is the batch
-                dims.append(BATCH)
-            else:
-                raise GraphcError(f"{self.where}: input {show(info.name)} has a dynamic dim {axis} "
-                                  f"({clip(dim.dim_param or 'unnamed', 60)}); graphc plans have one dynamic dim, "
-                                  "the leading batch dim")
-        dtype = DType.from_any(np.dtype(_NUMPY_DTYPES[tensor_type.elem_type]))
-        name = self.graph.unique_name(_clean_name(info.name, "input"))
-        self.env[info.name] = self.graph.add_input(Value(name, TensorType(tuple(dims), dtype)))
-        self.builder.reserve(name)
-
-    # ---- one node ----------------------------------------------------------------------
-    def _read_node(self, readers: dict, index: int, node) -> None:
-        self.node = node
-        label = clip(node.name, 200) or f"{clip(node.op_type, 60)}_{index}"  # names from the file: cut short
-        source = clip(node.doc_string, 200) if self.graphc_made and node.doc_string else \
-            f"{self.where} node {index}{self.scope}"
-        module = re.sub(r"__\d+$", "", label) if self.graphc_made else label  # the export's unique suffix
-        self.meta = {"module": module, "module_type": clip(node.op_type, 60), "source": source}
-        if node.domain not in ("", "ai.onnx"):
-            raise self.error(f"op {show(node.op_type)} of domain {show(node.domain)} is not supported (graphc "
-                             "imports the default ONNX domain)")
-        reader = readers.get(node.op_type)
-        if reader is None:
-            raise self.error(f"ONNX op {show(node.op_type)} is not supported by graphc's importer")
-        args = [self.lookup(name) if name else None for name in self._known_inputs(node)]
-        try:
-            outputs = reader(self, args)
-        except GraphcError as e:
-            raise e.located(describe_location(self.meta)) from None
-        except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as e:  # a malformed node
-            raise self.error(f"malformed {show(node.op_type)} node: {type(e).__name__}: {clip(e, 200)}") from None
-        used = [name for name in node.output if name]
-        if len(used) > len(outputs) or any(not name for name in node.output[:len(outputs)]):
-            raise self.error(f"{show(node.op_type)} with {len(used)} outputs: graphc computes only the first "
-                             f"{len(outputs)}")
-        for name, out in zip(node.output, outputs):
-            if name in self.env:
-                raise self.error(f"value {show(name)} is computed twice (an ONNX graph assigns each name once)")
-            self.env[name] = _as_known(out)
-
-    def _known_inputs(self, node) -> list:
-        for name in node.input:
-            if name and not self.knows(name):
-                raise self.error(f"input {show(name)} is used before any node computes it")
-        return list(node.input)
-
-    def knows(self, name: str) -> bool:
-        return name in self.env
-
-    def lookup(self, name: str):
-        """The Value or known array an ONNX name stands for (a body reader also sees the
-        enclosing graphs' names: ``control_import.BodyReader``)."""
-        return self.env[name]
-
-    def error(self, message: str) -> GraphcError:
-        return GraphcError(f"{self.where}: {message}", describe_location(self.meta))
-
-    # ---- helpers for readers -----------------------------------------------------------
-    def attrs(self) -> dict:
-        """The node's attributes as Python values (strings decoded, tensors as arrays); reading
-        one the node lacks (``attrs["axis"]``) is a GraphcError naming it."""
-        out = NodeAttrs(self.error)
-        for attr in self.node.attribute:
-            if attr.type == 5:  # GRAPH: a control-flow op's body, read by its reader (control_import)
-                out[attr.name] = attr.g
-                continue
-            if attr.type == 10:  # GRAPHS: no default-domain op graphc reads takes a list of subgraphs
-                raise self.error(f"attribute {show(attr.name)} holds a list of subgraphs, which graphc does not import")
-            if attr.type in (4, 9):  # TENSOR, TENSORS
-                tensors = [attr.t] if attr.type == 4 else list(attr.tensors)
-                arrays = [tensor_array(self.onnx, t, self.where, f"attribute {show(attr.name)}", self.external)
-                          for t in tensors]
-                out[attr.name] = arrays[0] if attr.type == 4 else arrays
-                continue
-            if attr.type in (11, 12):  # SPARSE_TENSOR(S)
-                raise self.error(f"attribute {show(attr.name)} is a sparse tensor, which graphc does not import")
-            value = self.onnx.helper.get_attribute_value(attr)
-            out[attr.name] = value.decode() if isinstance(value, bytes) else value
-        return out
-
-    def allow(self, shape, dtype, what: str) -> None:
-        """Refuse an array the import would build (a ConstantOfShape, a Range, an Expand) over
-        the memory budget, before it is allocated: a tiny file must not claim gigabytes."""
-        nbytes = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize  # Python ints: never wraps
-        if nbytes > self.budget:
-            raise self.error(f"{what} of shape {show(list(shape))} would take {nbytes} bytes, over the memory "
-                             f"budget of {self.budget} bytes")
-
-    def emit(self, op: str, inputs: list, attrs: dict | None = None) -> Value:
-        return self.builder.emit1(op, [self.value(x) for x in inputs], attrs or {}, self.meta)
-
-    def name_like(self, derived: np.ndarray, source) -> np.ndarray:
-        """``derived`` (a transposed or reshaped weight) keeps ``source``'s initializer name."""
-        if id(source) in self.array_names:
-            self.array_names[id(derived)] = (derived, self.array_names[id(source)][1])
-        return derived
-
-    def value(self, x) -> Value:
-        """A graph Value for ``x``: static arrays become constants of the graph."""
-        if isinstance(x, Value):
-            return x
-        array = np.asarray(x)
-        if array.dtype == object:
-            raise self.error("a shape that depends on the batch size is used as a tensor; graphc keeps shapes "
-                             "static apart from the batch dim")
-        if array.dtype not in {np.dtype(t) for t in _NUMPY_DTYPES.values()}:
-            raise self.error(f"a {array.dtype} tensor is used as data; graphc has no {array.dtype} dtype")
-        if id(x) not in self.constants:
-            base = _clean_name(self.array_names.get(id(x), (None, ""))[1], f"c{len(self.graph.constants)}")
-            name = self.graph.unique_name(base, self.builder._taken)
-            self.builder.reserve(name)
-            value = Value(name, TensorType(array.shape, DType.from_any(array.dtype)))
-            self.constants[id(x)] = (x, self.graph.add_constant(value, array))  # x kept alive: its id stays unique
-        return self.constants[id(x)][1]
-
-    def static(self, x, what: str) -> np.ndarray:
-        """``x`` as an array known while importing (a shape, axes, a clip bound), or an error."""
-        if x is None or isinstance(x, Value):
-            raise self.error(f"{what} must be a constant (an initializer or computed from shapes)")
-        return x

@@ -1,11 +1,11 @@
 """One reader per ONNX op: ``reader(r, args) -> [output, ...]``.
 
-``r`` is the ``importer.ModelReader`` (``r.attrs()``, ``r.emit(op, inputs, attrs)``,
-``r.static(x, what)``, ``r.error(message)``); ``args`` holds one entry per ONNX input: a graph
-``Value``, a numpy array known while importing (initializers, constants, shapes), or None for
-an omitted optional input. Readers of shape ops compute on known arrays directly, so
-``Shape -> Gather -> Concat -> Reshape`` chains leave no node behind; a shape may then hold
-the batch dim as the symbolic ``"N"`` (an object array).
+``r`` is the ``graph_reader.GraphReader`` reading the graph (``r.attrs()``,
+``r.emit(op, inputs, attrs)``, ``r.static(x, what)``, ``r.error(message)``); ``args`` holds
+one entry per ONNX input: a graph ``Value``, a numpy array known while importing
+(initializers, constants, shapes), or None for an omitted optional input. Readers of shape
+ops compute on known arrays directly, so ``Shape -> Gather -> Concat -> Reshape`` chains leave
+no node behind; a shape may then hold the batch dim as the symbolic ``"N"`` (an object array).
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import math
 import numpy as np
 
 from ..ir.graph import Value
-from .control_import import CONTROL_READERS
 from .elementwise_readers import ELEMENTWISE_READERS, scalar
 from .shape_readers import SHAPE_READERS, _axes, _known, _rank, _shape
 
@@ -247,6 +246,8 @@ def _argmax(r, args):
     return [r.emit("argmax", args[:1], {"dim": int(attrs.get("axis", 0)), "keepdim": bool(attrs.get("keepdims", 1))})]
 
 
+# the single-node readers, ONNX op type -> reader (tests/test_onnx_readers.py runs each one); the
+# importer reads with importer.NODE_READERS, these and control_import's If, Loop and Scan
 READERS = {
     **SHAPE_READERS, **ELEMENTWISE_READERS,
     "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "MaxPool": _pool("max_pool2d"),
@@ -256,7 +257,3 @@ READERS = {
     "LogSoftmax": _softmax("log_softmax"), "ReduceMean": _reduce("mean", 18), "ReduceSum": _reduce("sum", 13),
     "ReduceMax": _reduce("max", 18), "ArgMax": _argmax,
 }
-
-# what the importer reads: the single-node readers above (tests/test_onnx_readers.py runs each one)
-# and If, Loop and Scan, whose bodies are subgraphs (control_import; tests/test_onnx_control.py)
-NODE_READERS = {**READERS, **CONTROL_READERS}
