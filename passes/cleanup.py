@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
+from ..ir.printer import CONTROL_FLOW
 from ..ir.registry import get_op
 from .rewrite import substitute
 
@@ -23,12 +24,24 @@ def dce(graph: Graph) -> Graph:
             kept.append(node)
             live.update(id(v) for v in node.inputs)
     out = graph.copy()
-    out.nodes = kept[::-1]
+    out.nodes = [_with_bodies(node, dce) for node in kept[::-1]]
     for name, value in graph.constants.items():
         if id(value) not in live:
             del out.constants[name]
             del out.constant_data[name]
     return out
+
+
+def _with_bodies(node: Node, clean) -> Node:
+    """``node`` with ``clean`` applied to its control-flow bodies (a new node where one
+    changed; a body's inputs and outputs stay as they are, so the node's types do too)."""
+    if node.op not in CONTROL_FLOW:
+        return node
+    attrs = {k: clean(v) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
+    if all(attrs[k] is node.attrs[k] or len(attrs[k].nodes) == len(node.attrs[k].nodes)
+           for k in attrs if isinstance(attrs[k], Graph)):
+        return node  # nothing to drop or merge: keep the bodies (and the node) as they were
+    return Node(node.op, node.inputs, node.outputs, attrs, node.meta)
 
 
 def _constant_key(graph: Graph, value: Value):
@@ -63,7 +76,9 @@ def cse(graph: Graph) -> Graph:
         else:
             for old, new in zip(node.outputs, first.outputs):
                 mapping[id(old)] = new
-    return dce(substitute(graph, mapping))
+    out = dce(substitute(graph, mapping))
+    out.nodes = [_with_bodies(node, cse) for node in out.nodes]
+    return out
 
 
 def fold_constants(graph: Graph, evaluate) -> Graph:
