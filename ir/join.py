@@ -146,7 +146,8 @@ def _build(sides, p, s, uses, joins, pred, meta) -> tuple[Graph, dict]:
     branch_f = _branch("false_branch", middle_f, [b for _, b in joins], lambda v: sides.same.get(id(v)), operands)
     for branch in (branch_t, branch_f):  # both read every operand, in one order
         own = {id(v): ph for v, ph in branch.meta.pop("reads")}
-        branch.inputs = [own.get(key) or Value(branch.unique_name("unused"), v.type) for key, v in operands.items()]
+        taken = branch.value_names()
+        branch.inputs = [own.get(key) or _unused(branch, v, taken) for key, v in operands.items()]
     results = builder.emit("cond", [pred, *operands.values()], {"true_branch": branch_t, "false_branch": branch_f},
                            {**meta, **PASS_META}) if joins else []
     cond_nodes = out.nodes[len(gt.nodes):]
@@ -172,6 +173,13 @@ def _build(sides, p, s, uses, joins, pred, meta) -> tuple[Graph, dict]:
         if new is not a:
             rename[a.name] = new.name
     return out, rename
+
+
+def _unused(graph: Graph, like: Value, taken: set) -> Value:
+    """An input a body does not read (the other body does), named apart from every other."""
+    name = graph.unique_name("unused", taken)
+    taken.add(name)
+    return Value(name, like.type)
 
 
 def _branch(name: str, nodes: list, results: list, outer, operands: dict) -> Graph:

@@ -28,8 +28,8 @@ ulps per op, compounded over a T-step loop and a few SGD steps. RTOL = 1e-10, AT
 difference on entries above 1e-6 in size is 1.1e-12). A reloaded plan runs the same kernels
 as the plan it was saved from: bit for bit.
 
-Known library bugs are pinned by ``xfail(strict=True)`` tests (search for ``xfail``); the
-passing tests are written so as not to trip over them, and say so where they do.
+Library bugs these tests found are fixed, each with its test here (it was a strict xfail); some
+older tests read the same captures in both branches, and say so.
 """
 from __future__ import annotations
 
@@ -479,10 +479,6 @@ def test_cond_training_with_sgd_matches_torch(mode, tmp_path):
     assert_training_matches(got, reference_training(cond_net, got[0], cond_loss, batches))
 
 
-@pytest.mark.xfail(strict=True, reason="join_captures (graphc/core/control_flow.py) names every capture a body "
-                   "does not use %unused via Graph.unique_name before adding any of them to the body, so a body "
-                   "missing two or more of the other body's captures gets two inputs named %unused: ir.verify "
-                   "rejects the traced graph and a saved plan cannot be loaded (PlanFormatError)")
 def test_cond_branches_capturing_different_layers_verify_and_reload(tmp_path):
     model = graphc_model(cond_net)
 
@@ -495,10 +491,6 @@ def test_cond_branches_capturing_different_layers_verify_and_reload(tmp_path):
         np.testing.assert_allclose(out, arr(fn(gc.tensor(x))), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.xfail(strict=True, reason="ir/join.py (a Python if on a traced bool compiled into a cond) names the "
-                   "other side's parameters a branch does not use %unused via branch.unique_name before adding any "
-                   "of them, the same way as join_captures: two inputs share a name, ir.verify rejects the graph and "
-                   "the saved plan cannot be loaded (PlanFormatError)")
 def test_python_if_on_a_traced_bool_using_different_layers_verifies_and_reloads(tmp_path):
     model = graphc_model(cond_net)
 
@@ -888,9 +880,6 @@ def test_compiled_gradient_through_a_while_loop_raises_naming_it():
         gc.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h.tanh()), (gc.tensor(0), model.a(gc.tensor(x))))
 
 
-@pytest.mark.xfail(strict=True, reason="join_captures (graphc/core/control_flow.py) gives every capture a body "
-                   "does not use the same name %unused: cond_fn here misses body_fn's two constants (1 and 0.5), "
-                   "so ir.verify rejects the traced graph and the saved plan cannot be loaded (PlanFormatError)")
 def test_while_loop_with_disjoint_captures_verifies_and_reloads(tmp_path):
     def halve(x, limit):  # the natural form: cond_fn reads limit, body_fn the constants 1 and 0.5
         return gc.while_loop(lambda i, y: y.abs().sum() > limit, lambda i, y: (i + 1, y * 0.5), (gc.tensor(0), x))
@@ -1051,9 +1040,6 @@ def test_cond_branches_returning_different_types_raise_at_the_call(case):
     assert f"{HERE}:{fn.__code__.co_firstlineno + 1}" in str(error)
 
 
-@pytest.mark.xfail(strict=True, reason="cond raises ShapeError (not a TraceError) when its branches return different "
-                   "types, while scan and while_loop raise TraceError for the same mistake in their bodies (and cond "
-                   "itself for different structures): the type check is left to the cond op's shape rule")
 def test_cond_branches_returning_different_types_raise_trace_error_like_scan_and_while():
     def shape(x):
         return gc.cond(x.sum() > 0, lambda t: t.sum(0), lambda t: t, (x,))

@@ -143,7 +143,13 @@ def join_captures(bodies: list) -> list:
             order.setdefault(id(v), v)
     for body in bodies:
         own = [v for v in body.graph.inputs if v not in body.captured.values()]
-        caps = [body.captured.get(key) or Value(body.graph.unique_name("unused"), v.type) for key, v in order.items()]
+        taken = body.graph.value_names()
+        caps = []
+        for key, v in order.items():
+            if key not in body.captured:  # another body reads it: an input this one leaves alone
+                name = body.graph.unique_name("unused", taken)
+                taken.add(name)
+            caps.append(body.captured.get(key) or Value(name, v.type))
         body.graph.inputs = own + caps
     return list(order.values())
 
@@ -182,9 +188,12 @@ def cond(pred, true_fn, false_fn, operands=()):
     args = [([tracer.lift(o, []).type], "leaf") for o in operands]
     branches = [trace_body(tracer, fn, args, f"{label}_branch", "cond")
                 for fn, label in ((true_fn, "true"), (false_fn, "false"))]
-    (true, _, true_structure), (false, _, false_structure) = branches
+    (true, true_out, true_structure), (false, false_out, false_structure) = branches
     if true_structure != false_structure:
         raise TraceError("cond: the two branches return different structures of tensors", tracer.user_location())
+    if [v.type for v in true_out] != [v.type for v in false_out]:
+        raise TraceError(f"cond: the branches return different types: {[str(v.type) for v in true_out]} and "
+                         f"{[str(v.type) for v in false_out]}", tracer.user_location())
     captured = join_captures([true, false])
     out = tracer.record("cond", [pred, *operands, *_as_traced(tracer, captured)],
                         {"true_branch": true.graph, "false_branch": false.graph})
@@ -258,7 +267,7 @@ def _scan_eagerly(combine_fn, init, xs_leaves, xs_structure, dim, reverse):
 def while_loop(cond_fn, body_fn, carried_inputs):
     """Run ``carried = body_fn(*carried)`` while ``cond_fn(*carried)`` is true; returns the
     final carried values as a tuple (``torch.while_loop``). Compiled, it is one
-    ``while_loop`` node; like PyTorch's it has no gradient (the trip count is known only at
+    ``while_loop`` node; it has no gradient (the trip count is known only at
     run time): differentiating through it raises a ``GraphcError``.
 
     >>> import graphc as gc
@@ -290,7 +299,8 @@ def _while_eagerly(cond_fn, body_fn, carried):
     from .grad_mode import is_grad_enabled
 
     if is_grad_enabled() and any(c.requires_grad for c in carried):
-        raise GraphcError("while_loop has no gradient (neither has torch.while_loop); run it under gc.no_grad(), or "
+        raise GraphcError("while_loop has no gradient in graphc (compiled, its trip count is known only at run time): "
+                          "its carried inputs must not require grad; run it under gc.no_grad(), or "
                           "use gc.scan for a loop with a fixed number of steps")
     while bool(cond_fn(*carried)):
         result = body_fn(*carried)

@@ -236,6 +236,6 @@ register(OpDef(
     "while_loop", _infer_while,
     attrs={"cond": Attr("graph"), "body": Attr("graph"), "carried": Attr("int", minimum=0)},
     inputs=(0, None), doc="runs its body while its cond body returns true",
-    no_gradient="a while_loop has no gradient (a compiled torch.while_loop has none either): its trip count is "
-                "known only at run time; use gc.scan for a loop with a fixed number of steps, or run the loop under "
-                "gc.no_grad()"))
+    no_gradient="a compiled while_loop has no gradient: its trip count is known only at run time (eagerly it runs as "
+                "Python and has one); use gc.scan for a loop with a fixed number of steps, or keep the loop off the "
+                "loss's path"))
