@@ -20,7 +20,7 @@ import numpy as np
 from ..ir.errors import NonFiniteError, ShapeError
 from ..ir.graph import Graph
 from ..ir.registry import get_op
-from ..ir.types import BATCH
+from ..ir.types import BATCH, as_binding, binding_of
 from .backends import backend_of, get_backend
 from .budget import check_budget, default_budget
 from .program import Program
@@ -162,17 +162,18 @@ class Plan:
             names = ", ".join(self.input_names)
             raise ShapeError(f"plan takes {len(expected)} input(s) ({names}), got {len(inputs)}")
         arrays = [self._as_array(a, v.name) for a, v in zip(inputs, expected)]
-        batch = None
-        for a, v in zip(arrays, expected):
-            if v.type.rank and v.type.shape[0] == BATCH and a.ndim:
-                batch = a.shape[0]
-                break
+        sizes = binding_of([v.type.shape for v in expected if v.type.rank],
+                           [a.shape for a, v in zip(arrays, expected) if v.type.rank])
+        batch = sizes.pop(BATCH, None)
+        self._check_fixed(sizes)
         fixed = self.graph.meta.get("fixed_batch")
         if fixed and batch is not None and batch != fixed["size"]:
             raise ShapeError(f"this plan only runs at batch size {fixed['size']}, got {batch}: the traced code used "
                              f"the batch size as a plain number ({fixed['where']}); keep it symbolic "
                              "(x.shape[0] in reshape/view) or compile at this batch size")
         batch = batch if batch is not None else 0
+        if sizes:  # symbols beyond the batch (dynamic_dims): programs are per binding of all of them
+            batch = tuple(sorted({BATCH: batch, **sizes}.items()))
         wanted = self._expected.get(batch)
         if wanted is None:  # bound shapes per batch size, computed once (the per-call check is cheap)
             wanted = [(t.shape, t.dtype.numpy) for t in (v.type.bind(batch) for v in expected)]
@@ -180,10 +181,18 @@ class Plan:
                 self._expected[batch] = wanted
         for a, v, (shape, dtype) in zip(arrays, expected, wanted):
             if a.dtype != dtype or a.shape != shape:
-                shown = str(v.type) + (f" (N={batch})" if not v.type.is_static else "")
+                bound = ", ".join(f"{k}={n}" for k, n in as_binding(batch).items())
+                shown = str(v.type) + (f" ({bound})" if not v.type.is_static else "")
                 hint = f" (cast it: .astype(np.{dtype.name}))" if a.shape == shape else ""
                 raise ShapeError(f"input {v.name!r}: expected {shown}, got {_describe(a)}{hint}")
         return arrays, batch
+
+    def _check_fixed(self, sizes: dict) -> None:
+        for name, fixed in self.graph.meta.get("fixed_dims", {}).items():
+            if name in sizes and sizes[name] != fixed["size"]:
+                raise ShapeError(f"this plan only runs with {name}={fixed['size']}, got {sizes[name]}: the traced code "
+                                 f"used that dim as a plain number ({fixed['where']}); keep it symbolic or compile at "
+                                 "this size")
 
     def _as_array(self, data, name):
         if isinstance(data, self.backend.xp.ndarray):

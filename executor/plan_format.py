@@ -16,7 +16,7 @@ import msgpack
 from ..ir.errors import GraphcError, PlanFormatError
 from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
-from ..ir.types import DType, TensorType, dim_poly
+from ..ir.types import DType, TensorType, dim_terms, is_symbol
 from ..ir.verify import verify
 from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_DIM_TEXT, MAX_IO, MAX_NODE_ATTRS,
                           MAX_NODE_META, MAX_EXPANDED, MAX_NODES, MAX_RANK, NODE_META, FAIL_PREFIX, Limit, clip, fail,
@@ -107,7 +107,7 @@ def decode_type(shape, dtype, where: str) -> TensorType:
             if len(d) > MAX_DIM_TEXT:  # refuse long strings before parsing them
                 fail(f"{where} has a symbolic dim of {len(d)} characters")
             try:
-                coef, _ = dim_poly(d)
+                coef, _ = dim_terms(d)
             except GraphcError:
                 fail(f"{where} has a bad symbolic dim {show(d)}")
             if not 0 < coef <= MAX_DIM:
@@ -182,6 +182,11 @@ def check_meta(meta: dict) -> dict:
     if fixed is not None and not (isinstance(fixed, dict) and isinstance(fixed.get("size"), int)
                                   and isinstance(fixed.get("where"), str)):
         fail("graph.meta.fixed_batch should be {size, where}")
+    fixed_dims = meta.get("fixed_dims", {})
+    if not (isinstance(fixed_dims, dict) and len(fixed_dims) <= MAX_RANK and all(
+            is_symbol(k) and len(k) <= MAX_DIM_TEXT and isinstance(v, dict) and is_int(v.get("size"))
+            and isinstance(v.get("where"), str) for k, v in fixed_dims.items())):
+        fail("graph.meta.fixed_dims should map symbols to {size, where}")
     hyper = meta.get("hyper_inputs", [])
     if not isinstance(hyper, list) or not all(isinstance(h, str) for h in hyper):
         fail("graph.meta.hyper_inputs should be a list of input names")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.errors import GraphcError
 from ..ir.registry import get_op, infer_types
-from ..ir.types import DType, TensorType
+from ..ir.types import BATCH, DType, TensorType, binding_of
 from .kernels import KernelSpec
 
 
@@ -44,6 +44,10 @@ def run_node(op: str, arrays: list, attrs: dict | None = None, backend=None, rng
 
 
 def run_graph_node(node, arrays: list, backend=None, rng=None, batch: int | None = None) -> list:
-    """Run a graph node (its attrs, its output types bound to ``batch``)."""
-    out_types = [v.type.bind(batch) if batch is not None else v.type for v in node.outputs]
+    """Run a graph node (its attrs, its output types bound to ``batch`` and to the sizes its
+    inputs' shapes give their symbols)."""
+    binding = binding_of([v.type.shape for v in node.inputs], [np.shape(a) for a in arrays])
+    if batch is not None:
+        binding.setdefault(BATCH, batch)
+    out_types = [v.type.bind(binding) if not v.type.is_static else v.type for v in node.outputs]
     return run_node(node.op, arrays, node.attrs, backend, rng, out_types)

@@ -16,7 +16,7 @@ from .random import next_seed
 from .tracing import numeric_example, trace_model
 
 
-def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
+def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True, dynamic_dims=None):
     """Trace a Module or function once into an ``ir.Graph`` (leading dim of inputs -> ``N``).
 
     >>> import numpy as np, graphc as gc
@@ -25,11 +25,11 @@ def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True):
     >>> [str(v.type) for v in g.outputs]
     ['f32[N,2]']
     """
-    return trace_model(model_or_fn, example_inputs, name, dynamic_batch)[0]
+    return trace_model(model_or_fn, example_inputs, name, dynamic_batch, dynamic_dims=dynamic_dims)[0]
 
 
 def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default", device="cpu", verify=False,
-            memory_budget=None, check_finite=True):
+            memory_budget=None, check_finite=True, dynamic_dims=None):
     """Trace ``model`` once and build a plan that reruns it.
 
     With no loss and optimizer this is a forward plan in the model's current mode
@@ -45,6 +45,12 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     refused with a ``GraphcError`` naming the node before anything is allocated. A training step whose loss
     or any gradient is NaN/inf raises ``gc.NonFiniteError`` and changes no state
     (``check_finite=False`` drops that check, one reduction per gradient per step).
+    ``dynamic_dims`` names the input dims that may vary besides the batch, as symbols the
+    graph, the memory plan and the plan file carry: ``{"xs": {1: "T"}}`` (an input by name
+    or position, a dim, its symbol; ``"N"`` names the batch dim, e.g. a time-major
+    ``{"xs": {0: "T", 1: "N"}}``), or ``{"xs": (1,)}`` for a symbol named ``xs_1``. A new
+    size of a symbol plans its buffers once and reuses them; a fixed dim that differs is a
+    ``ShapeError``.
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
@@ -65,15 +71,16 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     if loss_fn is None and optimizer is None and not isinstance(model, Module):
         from .training import compile_function  # a user's step (or any) function
 
-        return compile_function(model, example_inputs, passes, device, verify, memory_budget, check_finite)
+        return compile_function(model, example_inputs, passes, device, verify, memory_budget, check_finite,
+                                dynamic_dims)
     if hasattr(model, "to"):
         model.to(device)  # the plan shares the model's storage, so it lives on the plan's device
     if loss_fn is not None or optimizer is not None:
         from .training import compile_training
 
         return compile_training(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget,
-                                check_finite)
-    graph, tracer = trace_model(model, example_inputs)
+                                check_finite, dynamic_dims)
+    graph, tracer = trace_model(model, example_inputs, dynamic_dims=dynamic_dims)
     graph = run_pipeline(graph, "inference", passes, run_graph_node, verify,
                          example=numeric_example(verify, example_inputs, tracer.state_arrays))
     return Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="inference",
@@ -139,7 +146,7 @@ def _load_plan(path, device, memory_budget) -> Plan:
     return plan
 
 
-def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
+def export(model, example_inputs, path, verify=False, opset=None, dynamic_dims=None) -> Plan:
     """Save ``model``'s frozen eval-mode inference plan to ``path``: parameters become
     constants, BatchNorm is folded into the convolution (in float64), constants are folded.
     The model's train/eval mode is restored afterwards. A path ending in ``.onnx`` writes an
@@ -170,7 +177,7 @@ def export(model, example_inputs, path, verify=False, opset=None) -> Plan:
     if hasattr(model, "eval"):
         model.eval()
     try:
-        graph, tracer = trace_model(model, example_inputs)
+        graph, tracer = trace_model(model, example_inputs, dynamic_dims=dynamic_dims)
     finally:
         if was_training:
             model.train()

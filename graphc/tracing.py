@@ -9,7 +9,7 @@ import numpy as np
 
 from .executor.backends import backend_of
 from .ir.errors import GraphcError, TraceError
-from .ir.types import DType
+from .ir.types import BATCH, DType, is_symbol
 from .passes.numeric_check import Example, check_verify
 from .core.tensor import Tensor
 from .branching import trace_both_ways
@@ -39,11 +39,12 @@ def numeric_example(verify, example_inputs, state_arrays: dict, rates=()) -> Exa
     return Example(inputs, state, tuple(float(r) for r in rates))
 
 
-def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, names=None):
+def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, names=None, dynamic_dims=None):
     """Trace and also return the tracer (which holds the state arrays the plan shares).
 
     ``root`` is the module whose parameters and buffers become graph state (default: ``fn``
-    when it is a Module); ``names`` overrides the input names taken from the signature.
+    when it is a Module); ``names`` overrides the input names taken from the signature;
+    ``dynamic_dims`` (see :func:`graphc.compile`) names the input dims that may vary.
     """
     from .nn.module import Module
 
@@ -51,27 +52,33 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
     # Python numbers are plan inputs that the function sees as (traced) Python numbers
     numbers = [type(x) if type(x) in (int, float) else None for x in example_inputs]
-    batched = next((a for a in arrays if a.ndim), None)  # the first input with a leading dim sets N
+    names = names or input_names(fn, len(arrays))
+    declared = declared_dims(dynamic_dims, names, arrays)
+    # the first input with a leading dim (not declared otherwise) sets N, unless a dim is declared N
+    batched = next((a for a, dims in zip(arrays, declared) if a.ndim and 0 not in dims), None)
     if batched is not None and batched.shape[0] == 0:
         raise GraphcError("example inputs have a zero-size batch; trace with at least one example")
     if name is None:
         name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
-    batch = batched.shape[0] if batched is not None and dynamic_batch else None
-    names = names or input_names(fn, len(arrays))
+    sizes = _sizes(declared, arrays)
+    batch = sizes.pop(BATCH, None) or (batched.shape[0] if batched is not None and dynamic_batch else None)
+    shape_of = [{**({0: BATCH} if batch is not None and a.ndim and a.shape[0] == batch else {}), **dims}
+                for a, dims in zip(arrays, declared)]
     graph, tracer = trace_both_ways(
-        lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, batch, decisions, also), root)
+        lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, (batch, sizes, shape_of),
+                                            decisions, also), root)
     refuse_float16(graph)
     return graph, tracer
 
 
-def _trace_once(fn, arrays, numbers, name, root, names, batch, decisions, also_differentiate=frozenset()):
-    """One trace of ``fn``, its first traced booleans answered by ``decisions``."""
+def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_differentiate=frozenset()):
+    """One trace of ``fn``, its first traced booleans answered by ``decisions``; ``dims``:
+    (the batch size, the other symbols' sizes, each input's {dim: symbol})."""
     tracer = Tracer(name, root)
-    tracer.batch_size = batch
+    tracer.batch_size, tracer.sizes, shape_of = dims
     tracer.decisions = decisions
     tracer.also_differentiate = also_differentiate
-    symbols = [tracer.add_input(n, a, batch is not None and a.ndim > 0 and a.shape[0] == batch)
-               for n, a in zip(names, arrays)]
+    symbols = [tracer.add_input(n, a, False, shape) for n, a, shape in zip(names, arrays, shape_of)]
     symbols = [traced_number(t, kind) if kind else t for t, kind in zip(symbols, numbers)]
     with tracing_modules(root, tracer), active(tracer):
         result = fn(*symbols)
@@ -91,6 +98,42 @@ def _trace_once(fn, arrays, numbers, name, root, names, batch, decisions, also_d
     tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
                                  for i, out in enumerate(outputs) if out is not None]
     return tracer.graph, tracer
+
+
+def declared_dims(dynamic_dims, names: list, arrays: list) -> list:
+    """Each input's ``{dim: symbol}`` from ``dynamic_dims``: ``{input: {dim: "T"}}`` (an input
+    by name or position) or ``{input: (dims...)}`` (symbols named ``<input>_<dim>``)."""
+    declared = [{} for _ in arrays]
+    for key, dims in (dynamic_dims or {}).items():
+        index = names.index(key) if key in names else key
+        if not isinstance(index, int) or not 0 <= index < len(arrays):
+            raise GraphcError(f"dynamic_dims: {key!r} is not an input (inputs: {', '.join(names)})")
+        array = arrays[index]
+        if not isinstance(dims, dict):
+            dims = {d: f"{names[index]}_{d % array.ndim if array.ndim else d}" for d in dims}
+        for dim, symbol in dims.items():
+            if not isinstance(dim, int) or not -array.ndim <= dim < array.ndim:
+                raise GraphcError(f"dynamic_dims: input {names[index]!r} of shape {array.shape} has no dim {dim!r}")
+            if not is_symbol(symbol):
+                raise GraphcError(f"dynamic_dims: {symbol!r} (input {names[index]!r}, dim {dim}) is not a name for a "
+                                  "dim (letters, digits and _, not starting with a digit)")
+            if array.shape[dim % array.ndim] < 2:
+                raise GraphcError(f"dynamic_dims: dim {dim} of input {names[index]!r} has size "
+                                  f"{array.shape[dim % array.ndim]} in the example; trace with a size of at least 2 "
+                                  "(a size of 1 would read as broadcasting)")
+            declared[index][dim % array.ndim] = symbol
+    return declared
+
+
+def _sizes(declared: list, arrays: list) -> dict:
+    """Each declared symbol's example size (one symbol, one size)."""
+    sizes = {}
+    for dims, array in zip(declared, arrays):
+        for dim, symbol in dims.items():
+            if sizes.setdefault(symbol, array.shape[dim]) != array.shape[dim]:
+                raise GraphcError(f"dynamic_dims: {symbol} is {sizes[symbol]} in one example input and "
+                                  f"{array.shape[dim]} in another; one symbol must have one size")
+    return sizes
 
 
 FLOAT16_HINT = ("float16 runs in eager tensors only; compiled plans need float32 or float64 (BatchNorm and "

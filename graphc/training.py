@@ -16,7 +16,7 @@ from .core.tracer import input_names
 from .tracing import numeric_example, trace_model
 
 
-def trace_training_step(model: Module, example_inputs, loss_fn):
+def trace_training_step(model: Module, example_inputs, loss_fn, dynamic_dims=None):
     """Trace ``loss_fn(model(*inputs), target)`` with the model's state as graph state.
 
     The graph returns ``(loss, model outputs...)``; the last example input is the target.
@@ -31,7 +31,8 @@ def trace_training_step(model: Module, example_inputs, loss_fn):
         outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         return (loss_fn(outputs[0] if len(outputs) == 1 else out, args[-1]), *outputs)
 
-    graph, tracer = trace_model(train_step, example_inputs, name=type(model).__name__, root=model, names=names)
+    graph, tracer = trace_model(train_step, example_inputs, name=type(model).__name__, root=model, names=names,
+                                dynamic_dims=dynamic_dims)
     if graph.outputs[0].type.shape != ():
         raise GraphcError(f"loss_fn must return a scalar, got {graph.outputs[0].type} (use reduction='mean' or 'sum')")
     graph.output_names = ["loss"] + (["output"] if len(graph.outputs) == 2 else
@@ -40,10 +41,10 @@ def trace_training_step(model: Module, example_inputs, loss_fn):
 
 
 def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Optimizer, passes="default",
-                         verify=False, check_finite=True):
+                         verify=False, check_finite=True, dynamic_dims=None):
     """Trace the step, then run the training pipeline (passes/manager.py): forward fusions,
     autodiff, the non-finite guard, the optimizer update, cleanup."""
-    graph, tracer = trace_training_step(model, example_inputs, loss_fn)
+    graph, tracer = trace_training_step(model, example_inputs, loss_fn, dynamic_dims)
     tensors = model.state_dict_tensors()
     groups = optimizer.spec({id(t): name for name, t in tensors.items()})
     # like PyTorch, parameters with requires_grad=False get no gradient and are not updated
@@ -58,14 +59,15 @@ def build_training_graph(model: Module, example_inputs, loss_fn, optimizer: Opti
 
 
 def compile_training(model, example_inputs, loss_fn, optimizer, passes="default", device="cpu", verify=False,
-                     memory_budget=None, check_finite=True):
+                     memory_budget=None, check_finite=True, dynamic_dims=None):
     if loss_fn is None or optimizer is None:
         raise GraphcError("a training plan needs both loss_fn and optimizer")
     if not isinstance(model, Module):
         raise GraphcError(f"a training plan needs an nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, Optimizer):
         raise GraphcError(f"optimizer must be a graphc.optim optimizer, got {type(optimizer).__name__}")
-    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify, check_finite)
+    graph, tracer = build_training_graph(model, example_inputs, loss_fn, optimizer, passes, verify, check_finite,
+                                         dynamic_dims)
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(), kind="training",
                 param_groups=optimizer.param_groups, memory_budget=memory_budget)
     _attach(optimizer, plan, tracer)
@@ -79,7 +81,7 @@ def _attach(optimizer, plan, tracer) -> None:
 
 
 def compile_function(fn, example_inputs, passes="default", device="cpu", verify=False, memory_budget=None,
-                     check_finite=True) -> Plan:
+                     check_finite=True, dynamic_dims=None) -> Plan:
     """``gc.compile(train_step, example_inputs)`` for a plain function: trace it once with the
     state of the models it uses (graphc/step_models.py, graphc/core/step_trace.py). With ``backward()`` and
     ``optimizer.step()`` inside it is a training plan returning what the function returns;
@@ -94,7 +96,8 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     for p in params:
         p.grad = None  # a compiled step starts from no gradients, as after zero_grad()
     try:
-        graph, tracer = trace_model(fn, example_inputs, name=getattr(fn, "__name__", type(fn).__name__), root=root)
+        graph, tracer = trace_model(fn, example_inputs, name=getattr(fn, "__name__", type(fn).__name__), root=root,
+                                    dynamic_dims=dynamic_dims)
     finally:
         for p, grad in saved:
             p.grad = grad  # tracing leaves the eager gradients as they were

@@ -46,7 +46,7 @@ import numpy as np
 from ..ir.errors import GraphcError, VerifyError
 from ..ir.graph import Graph
 from ..ir.registry import get_op
-from ..ir.types import DType, TensorType, dim_poly
+from ..ir.types import BATCH, DType, TensorType
 from .widen import Fallback, wide_nodes
 
 RTOL = 1e-9
@@ -83,7 +83,7 @@ class Example(NamedTuple):
 def _batch(graph: Graph, inputs: list):
     """The example batch size: the leading dim of the first input whose leading dim is N."""
     for value, array in zip(graph.inputs, inputs):
-        if value.type.shape and dim_poly(value.type.shape[0]) == (1, 1):
+        if value.type.shape and value.type.shape[0] == BATCH:
             return int(np.shape(array)[0])
     return None
 

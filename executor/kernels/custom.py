@@ -7,17 +7,13 @@ kernel once, as a plan builds its nodes' kernels. Compiled plans usually never g
 """
 from __future__ import annotations
 
-from ...ir.types import dim_poly
+from ...ir.types import binding_of
 
 
-def batch_of(symbolic: list, concrete: tuple) -> int | None:
-    """The batch size that turns the ``symbolic`` types into the ``concrete`` ones."""
-    for ttype, actual in zip(symbolic, concrete):
-        for d, n in zip(ttype.shape, actual.shape):
-            coef, power = dim_poly(d)
-            if power == 1:
-                return n // coef
-    return None
+def batch_of(symbolic: list, concrete: tuple) -> dict | None:
+    """The binding (``{symbol: size}``) that turns the ``symbolic`` types into the
+    ``concrete`` ones, or None when they hold no symbol."""
+    return binding_of([t.shape for t in symbolic], [t.shape for t in concrete]) or None
 
 
 def _custom_call(xp, spec):

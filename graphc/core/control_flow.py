@@ -63,7 +63,7 @@ class BodyTracer(Tracer):
     def __init__(self, name: str, parent: Tracer, what: str):
         super().__init__(name)
         self.parent, self.what = parent, what
-        self.batch_size = parent.batch_size
+        self.batch_size, self.sizes = parent.batch_size, parent.sizes
         self.scope, self.module_names, self.root_type = parent.scope, parent.module_names, parent.root_type
         self.captured: dict[int, Value] = {}  # id(parent's value) -> the body input reading it
         self.captured_outer: list[Value] = []
@@ -89,6 +89,9 @@ class BodyTracer(Tracer):
 
     def fix_batch(self) -> None:
         self.parent.fix_batch()
+
+    def fix_size(self, dim) -> None:
+        self.parent.fix_size(dim)
 
     def _refuse(self, action: str):
         raise TraceError(f"{action} inside a {self.what} body: a body is a pure function of its inputs (it cannot "

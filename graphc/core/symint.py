@@ -2,7 +2,7 @@
 shape arguments (which may hold it) into attr data."""
 from __future__ import annotations
 
-from ..ir.types import dim_poly
+from ..ir.types import dim_mul
 
 
 class SymInt(int):
@@ -23,16 +23,14 @@ class SymInt(int):
 
     def __mul__(self, other):
         if isinstance(other, int) and not isinstance(other, (SymInt, bool)):
-            coef, power = dim_poly(self.sym)
-            from ..ir.types import poly_dim
-            return SymInt(int.__int__(self) * other, poly_dim(coef * other, power), self.tracer)
+            return SymInt(int.__int__(self) * other, dim_mul(self.sym, other), self.tracer)
         return self._concrete() * other
 
     __rmul__ = __mul__
 
     def _concrete(self) -> int:
         if self.tracer is not None:
-            self.tracer.fix_batch()
+            self.tracer.fix_size(self.sym)
         return int.__int__(self)
 
     def __repr__(self) -> str:

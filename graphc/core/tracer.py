@@ -17,7 +17,7 @@ from .source import user_source
 from ..ir.builder import Builder
 from ..ir.errors import GraphcError, TraceError
 from ..ir.graph import Graph, Value, describe_location
-from ..ir.types import BATCH, DType, TensorType, dim_poly
+from ..ir.types import BATCH, DType, TensorType, bind_dim, dim_symbols
 
 # The trace that owns traced actions on this thread (JAX's current trace): an op or an in-place
 # write on a model's parameter or buffer is recorded on it even when no argument is symbolic
@@ -107,6 +107,7 @@ class Tracer:
         self.optimizer = None  # the optimizer a traced optimizer.step() ran
         self.scope: list = []
         self.batch_size = None
+        self.sizes: dict = {}  # example size of each declared symbolic dim other than N
         self.decisions: list | None = None  # forced answers to traced booleans (None: refuse them)
         self.asked: list = []  # (predicate Value, node meta) per traced boolean asked, in order
         self.also_differentiate: frozenset = frozenset()  # params the other side of a branch differentiates
@@ -129,12 +130,16 @@ class Tracer:
             self.state_tensors[name] = tensor
 
     # ---- inputs and outputs -------------------------------------------------------
-    def add_input(self, name: str, array: np.ndarray, batch: bool):
+    def add_input(self, name: str, array: np.ndarray, batch: bool, symbols: dict | None = None):
+        """A graph input for ``array``: its leading dim the batch symbol ``N`` if ``batch``, and
+        ``symbols`` (``{dim: symbol}``, dims a user declared dynamic) symbolic too."""
         from .tensor import Tensor
 
         shape = tuple(array.shape)
         if batch:
             shape = (BATCH,) + shape[1:]
+        for dim, symbol in (symbols or {}).items():
+            shape = shape[:dim] + (symbol,) + shape[dim + 1:]
         value = self.graph.add_input(Value(self.graph.unique_name(name), TensorType(shape, DType.from_any(array.dtype))))
         self.builder.reserve(value.name)
         self.arguments.add(id(value))
@@ -143,11 +148,18 @@ class Tracer:
     def example_shape(self, ttype: TensorType) -> tuple:
         from .symint import SymInt
 
-        out = []
-        for d in ttype.shape:
-            coef, power = dim_poly(d)
-            out.append(coef if power == 0 else SymInt(coef * self.batch_size ** power, d, self))
-        return tuple(out)
+        sizes = {BATCH: self.batch_size, **self.sizes}
+        return tuple(d if isinstance(d, int) else SymInt(bind_dim(d, sizes), d, self) for d in ttype.shape)
+
+    def fix_size(self, dim) -> None:
+        """A symbolic dim was used as a plain number: the graph holds only at its symbols'
+        example sizes (the batch's as ``fixed_batch``, others' in ``fixed_dims``)."""
+        for name in dim_symbols(dim):
+            if name == BATCH:
+                self.fix_batch()
+            else:
+                fixed = self.graph.meta.setdefault("fixed_dims", {})
+                fixed.setdefault(name, {"size": int(self.sizes[name]), "where": self.user_location() or "?"})
 
     def fix_batch(self) -> None:
         """The batch size was used as a plain number: the graph holds only at this size."""

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from ..ir.errors import GraphcError
-from ..ir.types import DType, dim_poly
+from ..ir.types import DType, is_static
 from .dtypes import ELEMENT_TYPES as _ELEMENT_TYPES
 from .control_export import CONTROL_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
@@ -143,8 +143,7 @@ def _shape_data(node) -> list:
     """The output shape for Reshape: the symbolic batch dim becomes -1 (inferred)."""
     dims = []
     for d in node.outputs[0].type.shape:
-        coef, power = dim_poly(d)
-        dims.append(coef if power == 0 else -1)
+        dims.append(d if is_static(d) else -1)
     if dims.count(-1) > 1:
         raise GraphcError(f"ONNX export: the shape {node.outputs[0].type} has more than one batch-dependent dim",
                           node.location())
@@ -303,8 +302,7 @@ def _safe(name: str) -> str:
 def _value_info(onnx, value, name: str):
     dims = []
     for d in value.type.shape:
-        coef, power = dim_poly(d)
-        dims.append(coef if power == 0 else str(d))  # the batch dim (N, or N*128) is a named dim
+        dims.append(d if is_static(d) else str(d))  # a symbolic dim (N, T, or N*128) is a named dim
     return onnx.helper.make_tensor_value_info(name, _ELEMENT_TYPES[value.type.dtype], dims)
 
 

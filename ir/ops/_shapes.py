@@ -91,7 +91,15 @@ def need_static(dims, op: str, what: str) -> None:
             raise ShapeError(f"{op}: {what} must not depend on the batch size (got {d})")
 
 
-def window_out(size: int, kernel: int, stride: int, padding: int, dilation: int, op: str) -> int:
+def window_out(size, kernel: int, stride: int, padding: int, dilation: int, op: str):
+    if not is_static(size):  # a symbolic spatial dim (dynamic_dims): kept where the window keeps the size
+        if stride == 1 and 2 * padding == dilation * (kernel - 1):
+            return size
+        shift = 2 * padding - dilation * (kernel - 1) - 1
+        raise ShapeError(f"{op}: on the symbolic dim {size}, kernel {kernel} with stride {stride}, padding {padding} "
+                         f"and dilation {dilation} would give floor(({size} {'+' if shift >= 0 else '-'} {abs(shift)}) "
+                         f"/ {stride}) + 1, which a symbolic dim (a product of symbols) cannot express; symbolic "
+                         "spatial dims pass through windows that keep the size (stride 1, padding (kernel - 1) / 2)")
     out = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
     if out <= 0:
         raise ShapeError(f"{op}: input size {size} is too small for kernel {kernel} "

@@ -18,7 +18,7 @@ def _pool(name):
         x = in_types[0]
         need_rank(x, (4,), name)
         need_float(x, name)
-        need_static(x.shape[1:], name, "channels and spatial dims")
+        need_static(x.shape[1:2], name, "channels")
         (kh, kw), (sh, sw), (ph, pw) = attrs["kernel_size"], attrs["stride"], attrs["padding"]
         dh, dw = attrs.get("dilation", (1, 1))
         if ph > kh // 2 or pw > kw // 2:
@@ -56,7 +56,6 @@ def _adaptive_avg_pool2d(in_types, attrs):
     x = in_types[0]
     need_rank(x, (4,), "adaptive_avg_pool2d")
     need_float(x, "adaptive_avg_pool2d")
-    need_static(x.shape[2:], "adaptive_avg_pool2d", "spatial dims")
     check_pairs(attrs, "adaptive_avg_pool2d", {"output_size": 1})
     oh, ow = attrs["output_size"]
     if oh <= 0 or ow <= 0:
@@ -71,7 +70,8 @@ def _vjp_adaptive(b, node, cts, needs):
 def _adaptive_grad(in_types, attrs):
     g = in_types[0]
     need_rank(g, (4,), "adaptive_avg_pool2d_grad")
-    check_pairs(attrs, "adaptive_avg_pool2d_grad", {"input_size": 1})
+    if len(attrs["input_size"]) != 2:
+        raise ShapeError(f"adaptive_avg_pool2d_grad: input_size must have 2 entries, got {attrs['input_size']}")
     return [g.with_shape(g.shape[:2] + tuple(attrs["input_size"]))]
 
 
@@ -82,4 +82,4 @@ register(OpDef("avg_pool2d", _pool("avg_pool2d"), attrs=_AVG_POOL, vjp=_vjp_avg_
 register(OpDef("avg_pool2d_grad", _avg_pool2d_grad, attrs={**_AVG_POOL, "input_shape": Attr("dims")}))
 register(OpDef("adaptive_avg_pool2d", _adaptive_avg_pool2d, attrs={"output_size": Attr("ints", minimum=1)},
                vjp=_vjp_adaptive))
-register(OpDef("adaptive_avg_pool2d_grad", _adaptive_grad, attrs={"input_size": Attr("ints", minimum=1)}))
+register(OpDef("adaptive_avg_pool2d_grad", _adaptive_grad, attrs={"input_size": Attr("dims")}))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
-from ..types import DType, TensorType, dim_div, dim_poly, is_static, numel
+from ..types import DType, TensorType, dim_div, dim_terms, is_static, numel
 from ._shapes import broadcast, fmt_shape, need_float, need_static, norm_axis, result_dtype
 
 
@@ -19,7 +19,7 @@ def _reshape(in_types, attrs):
         raise ShapeError(f"reshape: at most one -1 allowed in {tuple(target)}")
     for d in target:
         if d != -1:
-            coef, _ = dim_poly(d)
+            coef, _ = dim_terms(d)
             if coef < 0:
                 raise ShapeError(f"reshape: bad dim {d} in {tuple(target)}")
     known = numel([d for d in target if d != -1])
@@ -29,7 +29,7 @@ def _reshape(in_types, attrs):
         if missing is None:
             raise ShapeError(f"reshape: cannot view {x} as {fmt_shape(target)}")
         target[target.index(-1)] = missing
-    elif dim_poly(known) != dim_poly(total):
+    elif dim_terms(known) != dim_terms(total):
         raise ShapeError(f"reshape: cannot view {x} ({total} elements) as {fmt_shape(target)}")
     return [x.with_shape(target)]
 
@@ -97,7 +97,7 @@ def _slice(in_types, attrs):
 
 def _full(in_types, attrs):
     for d in attrs["shape"]:
-        if dim_poly(d)[0] < 0:
+        if dim_terms(d)[0] < 0:
             raise ShapeError(f"full: negative dim in {tuple(attrs['shape'])}")
     return [TensorType(tuple(attrs["shape"]), attrs["dtype"])]
 
