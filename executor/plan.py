@@ -67,6 +67,10 @@ class Plan:
         self._returns_all = graph.meta.get("returns") == "all"  # a compiled step function: what it returned
         self._last_batch = None
         self._expected: dict[int, list] = {}
+        # a plan specialised on Python numbers (graph.meta["guards"]) builds another for other values
+        # through this (set by gc.compile for inference plans; None: a clear error instead)
+        self.respecialize = None
+        self._specialised: dict = {}
         self.hyper_inputs = list(graph.meta.get("hyper_inputs", []))
         # Each group's "lr" is read every step (schedulers edit these dicts).
         self.param_groups = param_groups if param_groups is not None else [{"lr": 0.0} for _ in self.hyper_inputs]
@@ -121,6 +125,9 @@ class Plan:
 
     def run(self, inputs: list) -> list:
         """Run once on a list of user inputs; return the list of graph outputs."""
+        other = self._specialised_for(inputs)
+        if other is not None:
+            return other.run(inputs)
         arrays, batch = self._check_inputs(inputs)
         with self._serial:
             arrays += self.hyper_arrays()
@@ -186,6 +193,30 @@ class Plan:
                 hint = f" (cast it: .astype(np.{dtype.name}))" if a.shape == shape else ""
                 raise ShapeError(f"input {v.name!r}: expected {shown}, got {_describe(a)}{hint}")
         return arrays, batch
+
+    def _specialised_for(self, inputs: list):
+        """None when the inputs meet the guards (Python numbers the trace used as shapes or
+        counts); else the plan for their values, built once (at most 8 kept)."""
+        guards = self.graph.meta.get("guards")
+        if not guards:
+            return None
+        names = [v.name for v in self.graph.inputs[:len(inputs)]]
+        values = {name: np.asarray(self.backend.to_numpy(x) if hasattr(x, "__array__") else x).item()
+                  for name, x in zip(names, inputs) if name in guards}
+        missed = {name: v for name, v in values.items() if v != guards[name]["value"]}
+        if not missed:
+            return None
+        key = tuple(sorted(values.items()))
+        if key not in self._specialised:
+            if self.respecialize is None:
+                name, value = next(iter(missed.items()))
+                raise ShapeError(f"this plan was specialised on {name}={guards[name]['value']} (a Python number the "
+                                 f"trace used as a shape or a count: {guards[name]['where']}), got {value}: compile it "
+                                 "for that value (gc.compile of an inference function or model does so by itself)")
+            if len(self._specialised) >= 8:
+                del self._specialised[next(iter(self._specialised))]
+            self._specialised[key] = self.respecialize(inputs)
+        return self._specialised[key]
 
     def _check_fixed(self, sizes: dict) -> None:
         for name, fixed in self.graph.meta.get("fixed_dims", {}).items():

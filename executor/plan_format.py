@@ -187,6 +187,11 @@ def check_meta(meta: dict) -> dict:
             is_symbol(k) and len(k) <= MAX_DIM_TEXT and isinstance(v, dict) and is_int(v.get("size"))
             and isinstance(v.get("where"), str) for k, v in fixed_dims.items())):
         fail("graph.meta.fixed_dims should map symbols to {size, where}")
+    guards = meta.get("guards", {})
+    if not (isinstance(guards, dict) and len(guards) <= MAX_IO and all(
+            isinstance(k, str) and isinstance(v, dict) and type(v.get("value")) in (int, float, bool)
+            and isinstance(v.get("where"), str) for k, v in guards.items())):
+        fail("graph.meta.guards should map input names to {value, where}")
     hyper = meta.get("hyper_inputs", [])
     if not isinstance(hyper, list) or not all(isinstance(h, str) for h in hyper):
         fail("graph.meta.hyper_inputs should be a list of input names")

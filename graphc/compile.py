@@ -66,6 +66,16 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     check_verify(verify)
+    plan = _compile(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget, check_finite,
+                    dynamic_dims)
+    if plan.kind == "inference" and plan.graph.meta.get("guards"):  # a new value of a static number: trace again
+        plan.respecialize = lambda inputs: compile(model, tuple(inputs), loss_fn, optimizer, passes, device, verify,
+                                                   memory_budget, check_finite, dynamic_dims)
+    return plan
+
+
+def _compile(model, example_inputs, loss_fn, optimizer, passes, device, verify, memory_budget, check_finite,
+             dynamic_dims):
     from .nn.module import Module
 
     if loss_fn is None and optimizer is None and not isinstance(model, Module):

@@ -51,7 +51,7 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     root = root if root is not None else (fn if isinstance(fn, Module) else None)
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
     # Python numbers are plan inputs that the function sees as (traced) Python numbers
-    numbers = [type(x) if type(x) in (int, float) else None for x in example_inputs]
+    numbers = [x if type(x) in (int, float) else None for x in example_inputs]
     names = names or input_names(fn, len(arrays))
     declared = declared_dims(dynamic_dims, names, arrays)
     # the first input with a leading dim (not declared otherwise) sets N, unless a dim is declared N
@@ -79,7 +79,8 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
     tracer.decisions = decisions
     tracer.also_differentiate = also_differentiate
     symbols = [tracer.add_input(n, a, False, shape) for n, a, shape in zip(names, arrays, shape_of)]
-    symbols = [traced_number(t, kind) if kind else t for t, kind in zip(symbols, numbers)]
+    tracer.examples = {t._value.name: x for t, x in zip(symbols, numbers) if x is not None}
+    symbols = [traced_number(t, type(x), x, (t._value.name,)) if x is not None else t for t, x in zip(symbols, numbers)]
     with tracing_modules(root, tracer), active(tracer):
         result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]

@@ -214,3 +214,47 @@ def test_a_stateful_optimizer_with_a_parameter_only_one_side_uses_is_refused():
 
     with pytest.raises(gc.TraceError, match="Adam"):
         gc.compile(step, (np.ones((2, 2), np.float32), 1.0))
+
+
+def test_a_number_used_as_a_count_specialises_the_plan_and_a_new_value_traces_again(tmp_path):
+    traces = []
+
+    def repeat(x, steps):
+        traces.append(steps)
+        for _ in range(steps):
+            x = x * 2.0
+        return x.reshape(-1, steps + 1)
+
+    x = np.ones((2, 12), np.float32)
+    plan = gc.compile(repeat, (x, 2))
+    assert plan.graph.meta["guards"]["steps"]["value"] == 2
+    assert plan(x, 2).tolist() == [[4.0] * 3] * 8
+    assert plan(x, 3).shape == (6, 4)  # traced again for 3
+    assert float(plan(x, 3)[0, 0]) == 8.0
+    count = len(traces)
+    plan(x, 3)
+    assert len(traces) == count  # the plan for 3 is kept
+    plan.save(tmp_path / "repeat.graphc")
+    loaded = gc.load(tmp_path / "repeat.graphc")
+    assert loaded(x, 2).shape == (8, 3)
+    with pytest.raises(gc.ShapeError, match=r"specialised on steps=2 .*test_branches.py.*got 5"):
+        loaded(x, 5)
+
+
+def test_a_training_step_specialised_on_a_number_refuses_another_value():
+    params = Weights({"w": np.ones((3, 3), np.float32)})
+    opt = gc.optim.SGD(params.parameters(), lr=0.1)
+
+    def step(x, hops):
+        for _ in range(hops):
+            x = x @ params.w
+        loss = x.sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    plan = gc.compile(step, (np.ones((2, 3), np.float32), 2))
+    plan(np.ones((2, 3), np.float32), 2)
+    with pytest.raises(gc.ShapeError, match="specialised on hops=2"):
+        plan(np.ones((2, 3), np.float32), 3)

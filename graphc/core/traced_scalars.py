@@ -10,6 +10,9 @@ is a float, anything with a float is a float) and, next to a tensor, a Python nu
 dtype (``f32_tensor * x.item()`` stays float32), so actor-critic code such as
 ``advantage = R - value.item()`` compiles. Like a Python number it carries no gradient.
 A comparison gives a traced boolean, which an ``if`` may branch on (both sides are traced).
+A Python number passed to a compiled function is a traced number with an example value:
+where Python needs a real int (``range(n)``, a shape), it gives that value and pins the plan
+to it (``graph.meta["guards"]``; another value traces again, see ``Plan.respecialize``).
 Where Python needs the real number (formatting it, indexing a list, ``range(n)``, a dict
 key), a :class:`~graphc.TraceError` names the line. ``math.exp(x)`` and friends read the
 float's placeholder value (NaN) directly and cannot be caught: use ``gc.exp`` on tensors.
@@ -20,21 +23,39 @@ from ..ir.errors import TraceError
 from ..ir.types import DType
 
 
-def traced_number(tensor, kind: type):
+def traced_number(tensor, kind: type, example=None, sources: tuple = ()):
     """``tensor`` (one element, traced) as a traced Python ``float`` or ``int`` (a bool stays a
-    0-d tensor: Python's bool cannot be subclassed, and ``if`` on it branches as well)."""
+    0-d tensor: Python's bool cannot be subclassed, and ``if`` on it branches as well).
+    ``example``: its value in the example inputs when it is one of them (``sources``: the
+    inputs it comes from), which a use needing a real int specialises the plan on."""
     value = tensor.detach().reshape(()) if tensor.ndim else tensor.detach()
     if kind is bool:
         return value.bool() if value.dtype is not DType.bool else value
     dtype = DType.float64 if kind is float else DType.int64
     value = value.cast(dtype) if value.dtype is not dtype else value
-    return TracedFloat(value) if kind is float else TracedInt(value)
+    number = TracedFloat(value) if kind is float else TracedInt(value)
+    number.example, number.sources = example, tuple(sources)
+    return number
 
 
-def _wrap(tensor):
+def _wrap(tensor, example=None, sources=()):
     if tensor.dtype is DType.bool:
         return tensor  # a comparison: a traced boolean
-    return TracedFloat(tensor) if tensor.dtype.is_float else TracedInt(tensor)
+    number = TracedFloat(tensor) if tensor.dtype.is_float else TracedInt(tensor)
+    number.example, number.sources = example, tuple(sources)
+    return number
+
+
+def _example(name: str, a, b):
+    """The example value of ``a <op> b`` when both are known (Python's own arithmetic)."""
+    left = a.example if isinstance(a, _Traced) else a
+    right = b.example if isinstance(b, _Traced) else b
+    if left is None or right is None:
+        return None
+    try:
+        return getattr(left, name)(right)
+    except (ArithmeticError, TypeError, ValueError):
+        return None
 
 
 def _operand(x):
@@ -63,15 +84,33 @@ def _binary(name: str, true_division: bool = False):
         mine = self.tensor
         if true_division or isinstance(self, TracedFloat) or isinstance(other, float):
             mine, operand = _as_float(mine), _as_float(operand)  # Python's result types: floats are float64
-        return _wrap(getattr(mine, name)(operand))
+        result = getattr(mine, name)(operand)
+        if result.dtype is DType.bool:
+            return result
+        return _wrap(result, _example(name, self, other), self.sources + getattr(other, "sources", ()))
     method.__name__ = name
     return method
 
 
 def _unary(name: str):
     def method(self):
-        return _wrap(getattr(self.tensor, name)())
+        example = None if self.example is None else getattr(self.example, name)()
+        return _wrap(getattr(self.tensor, name)(), example, self.sources)
     method.__name__ = name
+    return method
+
+
+def _static(what: str):
+    """A use that needs a real int (a shape, an index, a count of loop trips): the example's
+    value, on which the plan is specialised (graph.meta["guards"]); else a TraceError."""
+    fail = _needs_value(what)
+
+    def method(self, *args):
+        if self.example is None or not self.sources:
+            return fail(self, *args)
+        self.tensor._tracer.guard(self.sources)
+        return int(self.example)
+    method.__name__ = what
     return method
 
 
@@ -109,7 +148,9 @@ class _Traced:
     __str__ = _needs_value("str()")
     __repr__ = _needs_value("repr()")
     __hash__ = _needs_value("hashing it (a dict key or a set member)")
-    __index__ = _needs_value("using it as an index or a count (list[i], range(n))")
+    __index__ = _static("using it as an index or a count (list[i], range(n))")
+    example = None  # its value in the example inputs, when known (see traced_number)
+    sources: tuple = ()
 
 
 for _name in ("add", "sub", "mul", "floordiv", "mod", "pow"):
@@ -135,7 +176,7 @@ class TracedFloat(_Traced, float):
     def __float__(self):
         return self
 
-    __int__ = _needs_value("int()")
+    __int__ = _static("int()")
 
     def __round__(self, ndigits=None):
         if ndigits is not None:
@@ -160,7 +201,7 @@ class TracedInt(_Traced):
     def __init__(self, tensor):
         self.tensor = tensor
 
-    __int__ = _needs_value("int()")
+    __int__ = _static("int()")
 
     def __float__(self):
         return TracedFloat(self.tensor.cast(DType.float64))

@@ -108,6 +108,7 @@ class Tracer:
         self.scope: list = []
         self.batch_size = None
         self.sizes: dict = {}  # example size of each declared symbolic dim other than N
+        self.examples: dict = {}  # input name -> its value, for inputs given as Python numbers
         self.decisions: list | None = None  # forced answers to traced booleans (None: refuse them)
         self.asked: list = []  # (predicate Value, node meta) per traced boolean asked, in order
         self.also_differentiate: frozenset = frozenset()  # params the other side of a branch differentiates
@@ -247,6 +248,13 @@ class Tracer:
         stand_in._origin = tensor  # its .grad is the parameter's own
         stand_in.requires_grad = tensor.requires_grad
         return stand_in
+
+    def guard(self, inputs) -> None:
+        """The plan holds only at these inputs' example values (a Python number used as a shape
+        or a count): ``graph.meta["guards"]``, checked at every call (graphc/executor/plan.py)."""
+        guards = self.graph.meta.setdefault("guards", {})
+        for name in inputs:
+            guards.setdefault(name, {"value": self.examples[name], "where": self.user_location() or "?"})
 
     def decide(self, tensor, what: str) -> bool:
         """The Python value of a traced boolean (``if t:``): the forced decision at this point of
