@@ -67,6 +67,12 @@ def _explore_all(attempt, root, also: frozenset):
             graph, tracer = attempt(decisions, also)
         except Undecided as undecided:
             asked = undecided
+        except TraceError:
+            raise
+        except Exception as e:
+            if not decisions:
+                raise
+            raise _on_a_side(e, decisions) from e
         else:
             tracer.python_state = _python_state(root)
             return graph, tracer
@@ -101,12 +107,23 @@ def _fork(explore, decisions, undecided):
     return joined, tracer_t
 
 
+def _on_a_side(error: Exception, decisions: list) -> TraceError:
+    """A side of a branch that fails when traced (an ``assert`` or ``raise`` on the side the
+    example does not take): say which, since the plan must hold both."""
+    side = "true" if decisions[-1] else "false"
+    return TraceError(f"tracing the {side} side of a branch on a traced value raised {type(error).__name__}: {error}; "
+                      "a compiled function holds both sides of every such branch, so a check that fails on one side "
+                      "(an assert, a raise) cannot be compiled: move it out of the compiled function, or use "
+                      "gc.cond/gc.where")
+
+
 def _too_many(asked: list) -> TraceError:
     places = Counter(describe_location(meta) or "?" for meta in asked)
     place, count = places.most_common(1)[0]
     if count > 1:
-        return TraceError(f"a Python loop on a traced value ({place} asked {count} times along one path): a compiled "
-                          "loop must be a graph op, use gc.while_loop (or gc.scan for a fixed number of steps)")
+        return TraceError(f"a Python loop on a traced value ({place} asked {count} times along one path, more than "
+                          f"{MAX_DECISIONS} branches in all): a compiled loop must be a graph op, use gc.while_loop "
+                          "(or gc.scan for a fixed number of steps), or gc.where for a branch inside a loop")
     return TraceError(f"more than {MAX_DECISIONS} Python branches on traced values along one path: use gc.cond or "
                       f"gc.where for some of them (the last at {place})")
 

@@ -99,9 +99,11 @@ def differentiable(values) -> list:
     return [i for i, v in enumerate(values) if v.type.dtype.is_float]
 
 
-def vjp_body(body: Graph, wrt: list, name: str) -> Graph:
-    """The vjp of ``body`` as a graph: inputs ``(body inputs..., one cotangent per float
-    output)``, outputs one gradient per index in ``wrt`` (zeros where none flows). The forward
+def vjp_body(body: Graph, wrt: list, name: str, seeded: list | None = None) -> Graph:
+    """The vjp of ``body`` as a graph: inputs ``(body inputs..., one cotangent per output in
+    ``seeded``)`` (default: every float output; a branch's output nothing differentiates, such
+    as a running statistic, gets none), outputs one gradient per index in ``wrt`` (zeros where
+    none flows). The forward
     is recomputed inside (a body keeps no residuals of its own), and nodes the gradients do
     not need are left out.
 
@@ -124,7 +126,7 @@ def vjp_body(body: Graph, wrt: list, name: str) -> Graph:
         env.update(zip((id(v) for v in node.outputs), outputs))
     out.nodes = list(forward)
     cotangents: dict = {}
-    for i in differentiable(body.outputs):
+    for i in differentiable(body.outputs) if seeded is None else seeded:
         ct = out.add_input(Value(out.unique_name(f"ct{i}"), body.outputs[i].type))
         builder.reserve(ct.name)
         accumulate(builder, cotangents, env[id(body.outputs[i])], ct)

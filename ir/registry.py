@@ -11,6 +11,7 @@ one cotangent Value (or None) per node input.
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
@@ -132,6 +133,12 @@ class OpDef:
 def _freeze(value):
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str, Graph)):
+        return value
+    if hasattr(value, "__index__"):  # numpy ints; a traced Python int gives its example value (or refuses)
+        return operator.index(value)
+    if hasattr(value, "__float__"):
+        return float(value)
     return value
 
 

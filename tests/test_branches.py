@@ -258,3 +258,61 @@ def test_a_training_step_specialised_on_a_number_refuses_another_value():
     plan(np.ones((2, 3), np.float32), 2)
     with pytest.raises(gc.ShapeError, match="specialised on hops=2"):
         plan(np.ones((2, 3), np.float32), 3)
+
+
+def test_batch_norm_in_one_side_trains_and_updates_its_statistics_like_eager():
+    def make():
+        gc.manual_seed(0)
+        bn, lin = nn.BatchNorm1d(4), nn.Linear(4, 1)
+        opt = gc.optim.SGD([*bn.parameters(), *lin.parameters()], lr=0.1)
+
+        def step(x):
+            h = bn(x) if x.mean() > 0 else x  # batch statistics (and their update) on one side only
+            loss = lin(h).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        return step, bn, lin
+
+    compiled_step, bn, lin = make()
+    eager_step, bn_twin, lin_twin = make()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    plan = gc.compile(compiled_step, (x + 1.0,))
+    for shift in (1.0, -1.0, 1.0, -1.0):
+        x = rng.standard_normal((8, 4)).astype(np.float32) + shift
+        got, want = float(plan(x)), float(eager_step(gc.tensor(x)).numpy())
+        assert got == pytest.approx(want, rel=1e-5)  # float32 rounding
+    for module, twin in ((bn, bn_twin), (lin, lin_twin)):
+        for key, value in module.state_dict().items():
+            np.testing.assert_allclose(np.asarray(value), np.asarray(twin.state_dict()[key]), rtol=1e-5, atol=1e-6)
+
+
+def test_numbers_from_inputs_feed_creation_attrs_and_indices():
+    def f(x, scale, n, p):
+        y = x + gc.full((3,), scale) + gc.tensor([scale, 2.0, 3.0])
+        y = nn.functional.dropout(y, p=p, training=False)
+        return y[:, :n].sum(1) * n + y.mean(n - 1).sum()
+
+    x = np.ones((2, 3), np.float32)
+    plan = gc.compile(f, (x, 0.5, 1, 0.25))
+    for scale in (0.5, 2.0):
+        np.testing.assert_allclose(plan(x, scale, 1, 0.25), f(gc.tensor(x), scale, 1, 0.25).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(plan(x, 2.0, 2, 0.25), f(gc.tensor(x), 2.0, 2, 0.25).numpy(), rtol=1e-6)
+
+
+def test_float_of_a_traced_tensor_is_refused_and_item_in_gc_tensor_is_traced():
+    with pytest.raises(gc.TraceError, match="float\\(tensor\\)"):
+        gc.compile(lambda x: x * float(x.sum()), (np.ones(3, np.float32),))
+    plan = gc.compile(lambda x: x * gc.tensor(x.sum().item() - 1.0), (np.ones(3, np.float32),))
+    assert plan(np.full(3, 2.0, np.float32)).tolist() == [10.0] * 3
+
+
+def test_a_check_that_fails_on_the_other_side_says_so():
+    def f(x):
+        assert x.abs().max() < 1e6, "activations blew up"
+        return x * 2.0
+
+    with pytest.raises(gc.TraceError, match="(?s)side of a branch.*AssertionError: activations blew up"):
+        gc.compile(f, (np.ones(3, np.float32),))

@@ -195,10 +195,19 @@ def test_sparse_initializer_is_refused(tmp_path):
 
 
 # ---- graph edges -------------------------------------------------------------------------------
-def test_dynamic_non_leading_input_dim_is_refused(tmp_path):
+def test_unnamed_dynamic_non_leading_input_dim_is_refused(tmp_path):
+    inputs = [helper.make_tensor_value_info("x", FLOAT, ["N", ""])]
+    path = write(tmp_path / "m.onnx", make_model([helper.make_node("Relu", ["x"], ["y"])], inputs=inputs))
+    refused(path, r"input 'x' has a dynamic dim 1 \(unnamed\) without a name graphc can use")
+
+
+def test_a_named_dynamic_input_dim_is_a_symbol(tmp_path):
+    """A named dim (an identifier) reads as graphc's symbol of that name (issue 31)."""
     inputs = [helper.make_tensor_value_info("x", FLOAT, ["N", "features"])]
     path = write(tmp_path / "m.onnx", make_model([helper.make_node("Relu", ["x"], ["y"])], inputs=inputs))
-    refused(path, r"input 'x' has a dynamic dim 1 \(features\)")
+    plan = gc.load(path)
+    assert str(plan.graph.inputs[0].type) == "f32[N,features]"
+    assert plan(-np.ones((2, 5), np.float32)).tolist() == [[0.0] * 5] * 2
 
 
 def test_string_input_is_refused(tmp_path):

@@ -1,14 +1,29 @@
 """Basic indexing (ints, slices, ``...``, ``None``) lowered to the ``slice`` op."""
 from __future__ import annotations
 
+import operator
+
 from .dispatch import apply
 from ..ir.errors import GraphcError
+
+
+def _plain(item):
+    """Objects that are ints by ``__index__`` (numpy ints, traced Python ints) as ints; slices'
+    bounds too."""
+    if isinstance(item, slice):
+        return slice(*(_plain(b) for b in (item.start, item.stop, item.step)))
+    if item is None or isinstance(item, (int, slice)) or item is Ellipsis or not hasattr(item, "__index__"):
+        return item
+    if hasattr(item, "_tracer") and not hasattr(item, "weak_for"):
+        return item  # a tensor as an index: refused below
+    return operator.index(item)
 
 
 def getitem(tensor, index):
     """``t[1:, 0, ..., None]``: one ``slice`` node, plus a reshape when ``None`` adds dims."""
     if not isinstance(index, tuple):
         index = (index,)
+    index = tuple(_plain(item) for item in index)
     for item in index:
         if not (item is None or item is Ellipsis or isinstance(item, (int, slice))) or isinstance(item, bool):
             raise GraphcError(f"only basic indexing (ints, slices, ..., None) is supported, got {type(item).__name__}")

@@ -162,7 +162,9 @@ class Tensor:
 
     def __float__(self):
         if self._tracer is not None:
-            return self._traced_number("float(tensor)", float)
+            raise TraceError("float(tensor) inside a compiled function would have to be a real Python float, which a "
+                             "traced tensor does not have yet; use tensor.item() (a traced number that takes part in "
+                             "arithmetic) or keep computing with the tensor", self._tracer.user_location())
         return float(self._concrete("float(tensor)"))
 
     def __int__(self):

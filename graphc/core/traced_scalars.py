@@ -1,23 +1,27 @@
-"""``.item()`` and ``float(t)`` of a traced tensor: a traced Python number.
+"""``.item()`` of a traced tensor: a traced Python number.
 
 Inside a compiled step a tensor has no value yet, so ``value.item()`` gives a
-:class:`TracedFloat` (a ``float`` subclass; ``float(t)`` gives one too) or, for an integer
-tensor, a :class:`TracedInt`, holding a 0-d graph value instead of a number. ``int(t)``
-must return a real ``int`` (Python reads an int subclass's value directly in ``list[i]``
-and ``range(n)``), so it is a TraceError: use ``t.item()`` or keep a tensor. Arithmetic with Python numbers, with other traced
+:class:`TracedFloat` or, for an integer tensor, a :class:`TracedInt`, holding a 0-d graph
+value instead of a number. Neither subclasses ``float``/``int``: Python, numpy and ``math``
+read such a subclass's own value directly (a placeholder), where these refuse instead.
+``float(t)`` and ``int(t)`` must return real numbers, so on a traced tensor they are a
+TraceError: use ``t.item()`` or keep a tensor. Arithmetic with Python numbers, with other traced
 numbers and with tensors records graph ops, with Python's own result types (``int / int``
 is a float, anything with a float is a float) and, next to a tensor, a Python number's weak
 dtype (``f32_tensor * x.item()`` stays float32), so actor-critic code such as
 ``advantage = R - value.item()`` compiles. Like a Python number it carries no gradient.
 A comparison gives a traced boolean, which an ``if`` may branch on (both sides are traced).
 A Python number passed to a compiled function is a traced number with an example value:
-where Python needs a real int (``range(n)``, a shape), it gives that value and pins the plan
-to it (``graph.meta["guards"]``; another value traces again, see ``Plan.respecialize``).
+where Python needs a real number (``range(n)``, a shape, an attr such as dropout's ``p``),
+it gives that value and pins the plan to it (``graph.meta["guards"]``; another value
+traces again, see ``Plan.respecialize``).
 Where Python needs the real number (formatting it, indexing a list, ``range(n)``, a dict
-key), a :class:`~graphc.TraceError` names the line. ``math.exp(x)`` and friends read the
-float's placeholder value (NaN) directly and cannot be caught: use ``gc.exp`` on tensors.
+key), a :class:`~graphc.TraceError` names the line; numpy ufuncs on one raise numpy's
+TypeError (``__array_ufunc__ = None``): use graphc's ops on tensors.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..ir.errors import TraceError
 from ..ir.types import DType
@@ -64,6 +68,10 @@ def _operand(x):
         return x.tensor
     if isinstance(x, (bool, int, float)):
         return x
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.integer):
+        return int(x)
     return None
 
 
@@ -82,14 +90,20 @@ def _binary(name: str, true_division: bool = False):
         if operand is None:
             return NotImplemented
         mine = self.tensor
-        if true_division or isinstance(self, TracedFloat) or isinstance(other, float):
+        if true_division or isinstance(self, TracedFloat) or isinstance(other, (float, np.floating, TracedFloat)):
             mine, operand = _as_float(mine), _as_float(operand)  # Python's result types: floats are float64
-        result = getattr(mine, name)(operand)
+        result = _mod(mine, operand, name) if "mod" in name else getattr(mine, name)(operand)
         if result.dtype is DType.bool:
             return result
         return _wrap(result, _example(name, self, other), self.sources + getattr(other, "sources", ()))
     method.__name__ = name
     return method
+
+
+def _mod(mine, operand, name: str):
+    """Python's ``%`` (the sign of the divisor), from floor division."""
+    a, b = (mine, operand) if name == "__mod__" else (operand, mine)
+    return a - (a // b) * b
 
 
 def _unary(name: str):
@@ -100,31 +114,35 @@ def _unary(name: str):
     return method
 
 
-def _static(what: str):
-    """A use that needs a real int (a shape, an index, a count of loop trips): the example's
-    value, on which the plan is specialised (graph.meta["guards"]); else a TraceError."""
+def _static(what: str, kind=int):
+    """A use that needs a real number (a shape, an index, a count of loop trips, an attr): the
+    example's value, on which the plan is specialised (graph.meta["guards"]); else a TraceError."""
     fail = _needs_value(what)
 
     def method(self, *args):
         if self.example is None or not self.sources:
             return fail(self, *args)
         self.tensor._tracer.guard(self.sources)
-        return int(self.example)
+        return kind(self.example)
     method.__name__ = what
     return method
 
 
 def _needs_value(what: str):
     def method(self, *args):
-        raise TraceError(f"{what} needs a real number, but this one comes from .item(), float() or int() of a tensor "
-                         "inside a compiled function, where it has no value yet; compute with it as a number (it "
-                         "becomes graph ops), or return the tensor and use its value outside", self.where)
+        origin = (f"the plan input {', '.join(self.sources)} (a Python number passed to the compiled function)"
+                  if self.sources else "from .item() of a tensor inside a compiled function")
+        raise TraceError(f"{what} needs a real number, but this one is {origin}, which has no value while tracing; "
+                         "compute with it as a number (it becomes graph ops), or return it and use its value "
+                         "outside", self.where)
     method.__name__ = what
     return method
 
 
 class _Traced:
     """What TracedFloat and TracedInt share; ``tensor`` is the 0-d graph value."""
+
+    __array_ufunc__ = None  # numpy defers to our reflected operators, and its ufuncs refuse one
 
     @property
     def _tracer(self):  # dispatch finds the trace through it, as through a Tensor
@@ -148,7 +166,6 @@ class _Traced:
     __str__ = _needs_value("str()")
     __repr__ = _needs_value("repr()")
     __hash__ = _needs_value("hashing it (a dict key or a set member)")
-    __index__ = _static("using it as an index or a count (list[i], range(n))")
     example = None  # its value in the example inputs, when known (see traced_number)
     sources: tuple = ()
 
@@ -165,17 +182,13 @@ _Traced.__abs__ = _unary("__abs__")
 _Traced.__pos__ = lambda self: self
 
 
-class TracedFloat(_Traced, float):
+class TracedFloat(_Traced):
     """A traced Python float (see the module doc)."""
 
-    def __new__(cls, tensor):
-        obj = float.__new__(cls, float("nan"))  # never read: every use goes through ``tensor``
-        obj.tensor = tensor
-        return obj
+    def __init__(self, tensor):
+        self.tensor = tensor
 
-    def __float__(self):
-        return self
-
+    __float__ = _static("float()", float)
     __int__ = _static("int()")
 
     def __round__(self, ndigits=None):
@@ -202,6 +215,5 @@ class TracedInt(_Traced):
         self.tensor = tensor
 
     __int__ = _static("int()")
-
-    def __float__(self):
-        return TracedFloat(self.tensor.cast(DType.float64))
+    __float__ = _static("float()", float)
+    __index__ = _static("using it as an index or a count (list[i], range(n))")

@@ -59,6 +59,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
+    p = float(p)  # a probability passed to a compiled function: its plan is specialised on it
     if not 0.0 <= p <= 1.0:
         raise GraphcError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:

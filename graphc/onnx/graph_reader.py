@@ -16,7 +16,7 @@ import numpy as np
 from ..ir.builder import Builder
 from ..ir.errors import GraphcError, PlanFormatError, clip, show
 from ..ir.graph import Graph, Value, describe_location
-from ..ir.types import BATCH, DType, TensorType
+from ..ir.types import BATCH, DType, TensorType, is_symbol
 from .dtypes import NUMPY_DTYPES as _NUMPY_DTYPES
 from .export import onnx_module
 from .external import ExternalData
@@ -157,15 +157,19 @@ class GraphReader:
             raise GraphcError(f"{self.where}: input {show(info.name)} is not a tensor of a dtype graphc holds "
                               f"({kind}, element type {tensor_type.elem_type})")
         dims = []
+        named = [d.dim_param for d in tensor_type.shape.dim if not d.HasField("dim_value")]
         for axis, dim in enumerate(tensor_type.shape.dim):
             if dim.HasField("dim_value"):
                 dims.append(int(dim.dim_value))
-            elif axis == 0:  # a named or unknown leading dim is the batch
-                dims.append(BATCH)
+            elif axis == 0 and not (BATCH in named[1:] and is_symbol(dim.dim_param)):
+                dims.append(BATCH)  # a named or unknown leading dim is the batch (unless N is named later)
+            elif is_symbol(dim.dim_param) and len(dim.dim_param) <= 64:
+                dims.append(dim.dim_param)  # a named dynamic dim: graphc's symbol of that name
             else:
                 raise GraphcError(f"{self.where}: input {show(info.name)} has a dynamic dim {axis} "
-                                  f"({clip(dim.dim_param or 'unnamed', 60)}); graphc plans have one dynamic dim, "
-                                  "the leading batch dim")
+                                  f"({clip(dim.dim_param or 'unnamed', 60)}) without a name graphc can use; graphc "
+                                  "reads a named dim (an identifier) as a symbol, an unnamed one only as the leading "
+                                  "batch dim")
         dtype = DType.from_any(np.dtype(_NUMPY_DTYPES[tensor_type.elem_type]))
         name = self.graph.unique_name(clean_name(info.name, "input"))
         self.env[info.name] = self.graph.add_input(Value(name, TensorType(tuple(dims), dtype)))

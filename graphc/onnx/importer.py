@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ..ir.errors import GraphcError, PlanFormatError, clip
+from ..ir.types import dim_symbols
 from ..executor.backends import NUMPY
 from ..executor.budget import default_budget, value_bytes
 from .control_import import CONTROL_READERS
@@ -63,10 +64,10 @@ def import_onnx(path, device: str = "cpu", memory_budget=None):
 
 
 def refuse_oversized(graph, budget: int) -> None:
-    """Every value the graph computes (at batch 1) must fit the memory budget."""
+    """Every value the graph computes (at batch 1, every symbolic dim 1) must fit the memory budget."""
     for node in graph.nodes:
         for value in node.outputs:
-            nbytes = value_bytes(value.type.bind(1))
+            nbytes = value_bytes(value.type.bind({name: 1 for d in value.type.shape for name in dim_symbols(d)}))
             if nbytes > budget:
                 raise GraphcError(f"{value.type} ({nbytes} bytes at batch 1) is over the memory budget of {budget} "
                                   "bytes", node.location())

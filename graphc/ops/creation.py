@@ -12,7 +12,7 @@ from ..core.dispatch import apply
 from ..ir.errors import GraphcError
 from ..ir.types import DType
 from ..random import generator
-from ..core.symint import SymInt, shape_args
+from ..core.symint import SymInt, dims_attr, shape_args
 from ..core.tensor import Tensor
 
 _DEFAULT_FLOAT = np.float32
@@ -41,6 +41,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     >>> gc.tensor([1.0, 2.0]).dtype
     <DType.float32: 'f32'>
     """
+    if _holds_traced(data):  # torch.tensor(r - value.item()) inside a compiled step: a graph value
+        return _from_traced(data, dtype)
     if isinstance(data, Tensor):
         array = data.numpy()
     else:
@@ -51,6 +53,26 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         array = array.astype(_DEFAULT_FLOAT)
     DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
     return _place(np.ascontiguousarray(array) if array.ndim else array, device, requires_grad)
+
+
+def _holds_traced(data) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_holds_traced(d) for d in data)
+    return hasattr(data, "weak_for")
+
+
+def _from_traced(data, dtype):
+    """Nested lists of numbers, some traced, as one traced tensor: float32 where any number is
+    a float, else int64 (as ``torch.tensor`` types Python numbers), or ``dtype``."""
+    def build(d):
+        if isinstance(d, (list, tuple)):
+            return stack([build(x) for x in d])
+        if hasattr(d, "weak_for"):
+            return d.tensor
+        return Tensor(np.asarray(d, np.float64 if isinstance(d, float) else np.int64))
+    out = build(data)
+    want = _dtype(dtype) if dtype is not None else _DEFAULT_FLOAT if out.dtype.is_float else np.int64
+    return out.cast(DType.from_any(want))
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -100,6 +122,9 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
     >>> gc.full((2,), 3).dtype, gc.full((2,), 0.5).dtype
     (<DType.int64: 'i64'>, <DType.float32: 'f32'>)
     """
+    if hasattr(value, "weak_for"):  # a traced Python number (.item(), a number input): a graph value
+        filled = _from_traced(value, dtype)
+        return apply("broadcast_to", [filled], {"shape": dims_attr(shape_args(shape))})
     if dtype is None:
         dtype = DType.bool if isinstance(value, bool) else DType.int64 if isinstance(value, int) else None
     return _place(np.full(tuple(shape_args(shape)), value, dtype=_dtype(dtype)), device, requires_grad)

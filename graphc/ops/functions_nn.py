@@ -338,6 +338,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout2d(x, 0.5, training=False) is x
     True
     """
+    p = float(p)  # a probability passed to a compiled function: its plan is specialised on it
     if not 0.0 <= p <= 1.0:
         raise GraphcError(f"dropout probability has to be between 0 and 1, but got {p}")
     if input.ndim < 2:

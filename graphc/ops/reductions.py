@@ -4,6 +4,8 @@ PyTorch); amax; argmax/argmin.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from collections import namedtuple
@@ -20,7 +22,9 @@ _METHOD_AND_TOP = dict(functional=False)
 def _dims(dim):
     if dim is None:
         return None
-    return (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, (list, tuple)):
+        return tuple(dim)
+    return (operator.index(dim),)  # an int, a numpy int, or a traced Python int (the plan specialises on it)
 
 
 @torchsymbol(**_METHOD_AND_TOP)

@@ -59,9 +59,9 @@ def _infer_cond(in_types, attrs):
 def _vjp_cond(b, node, cts, needs):
     """A cond over the branches' vjps, reading (operands, cotangents of the float outputs)."""
     wrt = [i for i, need in enumerate(needs[1:]) if need]
-    cotangents = [cts[i] if cts[i] is not None else zeros_like(b, node.outputs[i])
-                  for i in differentiable(node.outputs)]
-    branches = {key: vjp_body(node.attrs[key], wrt, f"{node.attrs[key].name}.vjp")
+    seeded = [i for i in differentiable(node.outputs) if cts[i] is not None]  # (not a running statistic)
+    cotangents = [cts[i] for i in seeded]
+    branches = {key: vjp_body(node.attrs[key], wrt, f"{node.attrs[key].name}.vjp", seeded)
                 for key in ("true_branch", "false_branch")}
     grads = b.emit("cond", [node.inputs[0], *node.inputs[1:], *cotangents], branches)
     out = [None] * len(node.inputs)

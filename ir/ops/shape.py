@@ -74,8 +74,9 @@ def _slice_len(dim, start, stop, step):
         return len(range(*slice(start, stop, step).indices(dim)))
     if start in (None, 0) and stop is None and step == 1:
         return dim
-    raise ShapeError(f"slicing the batch dim {dim} with bounds [{start}:{stop}:{step}] is not supported "
-                     "in a compiled graph (the result size would depend on the batch size)")
+    what = "the batch dim" if dim == "N" else f"the symbolic dim {dim}"
+    raise ShapeError(f"slicing {what} with bounds [{start}:{stop}:{step}] is not supported in a compiled graph (the "
+                     "result size would depend on the size at run time); index it with an int, or keep it whole")
 
 
 def _slice(in_types, attrs):
