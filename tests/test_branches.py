@@ -316,3 +316,13 @@ def test_a_check_that_fails_on_the_other_side_says_so():
 
     with pytest.raises(gc.TraceError, match="(?s)side of a branch.*AssertionError: activations blew up"):
         gc.compile(f, (np.ones(3, np.float32),))
+
+
+def test_cond_takes_nested_operands_like_torch_cond():
+    def f(x):
+        return gc.cond(x.sum() > 0, lambda ab: ab[0] + ab[1], lambda ab: ab[0] - ab[1], ((x, x * 2.0),))
+
+    plan = gc.compile(f, (np.ones((2, 3), np.float32),))
+    for sign in (1.0, -1.0):
+        x = np.full((2, 3), sign, np.float32)
+        np.testing.assert_array_equal(plan(x), f(gc.tensor(x)).numpy())

@@ -184,11 +184,14 @@ def cond(pred, true_fn, false_fn, operands=()):
     """
     if not isinstance(operands, (tuple, list)):
         raise GraphcError(f"cond: operands must be a tuple or list of tensors, got {type(operands).__name__}")
-    operands = [_as_tensor(o) for o in operands]
-    tracer = _tracer_of([pred, *operands])
+    trees = [flatten(o) for o in operands]  # each operand a tensor or a tuple/list/dict of them
+    leaves = [leaf for tree, _ in trees for leaf in tree]
+    tracer = _tracer_of([pred, *leaves])
     if tracer is None or not isinstance(pred, Tensor):  # eager, or a decision known while tracing
-        return (true_fn if bool(pred) else false_fn)(*operands)
-    args = [([tracer.lift(o, []).type], "leaf") for o in operands]
+        if isinstance(pred, Tensor) and pred.numel() != 1:
+            raise GraphcError(f"cond: the predicate must have one element, got shape {tuple(pred.shape)}")
+        return (true_fn if bool(pred) else false_fn)(*(unflatten(s, t) for t, s in trees))
+    args = [([tracer.lift(leaf, []).type for leaf in tree], structure) for tree, structure in trees]
     branches = [trace_body(tracer, fn, args, f"{label}_branch", "cond")
                 for fn, label in ((true_fn, "true"), (false_fn, "false"))]
     (true, true_out, true_structure), (false, false_out, false_structure) = branches
@@ -198,7 +201,7 @@ def cond(pred, true_fn, false_fn, operands=()):
         raise TraceError(f"cond: the branches return different types: {[str(v.type) for v in true_out]} and "
                          f"{[str(v.type) for v in false_out]}", tracer.user_location())
     captured = join_captures([true, false])
-    out = tracer.record("cond", [pred, *operands, *_as_traced(tracer, captured)],
+    out = tracer.record("cond", [pred, *leaves, *_as_traced(tracer, captured)],
                         {"true_branch": true.graph, "false_branch": false.graph})
     return unflatten(true_structure, out if isinstance(out, tuple) else (out,))
 
