@@ -1,0 +1,411 @@
+"""Recurrent layers with PyTorch's constructor signatures, parameter names, shapes, init and
+gate math: ``RNN``, ``LSTM``, ``GRU`` and the cells ``RNNCell``, ``LSTMCell``, ``GRUCell``.
+
+Each layer and direction is one ``gc.scan`` (``reverse=True`` for the backward direction):
+the input projection of every time step is one ``linear`` over the whole sequence, outside
+the scan, so the scan body holds only the recurrent part. Compiled, a two-layer
+bidirectional LSTM is four ``scan`` nodes whatever the sequence length (declare it with
+``dynamic_dims``); eagerly each scan is a Python loop.
+
+Compiling: a plan's outputs are a flat sequence of tensors, so compile a function returning
+``out, h_n, c_n`` rather than the LSTM itself (whose ``(out, (h_n, c_n))`` nests). Only
+the leading dim is the symbolic batch by default: declare the others where they are, e.g.
+``dynamic_dims={"x": {0: "T", 1: "N"}, "h0": {1: "N"}}`` for time-major input with initial
+states, ``{"x": {1: "T"}}`` for ``batch_first``.
+
+>>> import graphc as gc
+>>> from graphc.nn.recurrent import LSTM
+>>> lstm = LSTM(3, 5, num_layers=2)
+>>> out, (h, c) = lstm(gc.randn(7, 2, 3))
+>>> out.shape, h.shape, c.shape
+((7, 2, 5), (2, 2, 5), (2, 2, 5))
+"""
+from __future__ import annotations
+
+import math
+
+from ..core.control_flow import scan
+from ..core.tensor import Tensor
+from ..ir.errors import GraphcError
+from ..ops.creation import cat, stack, zeros_like
+from . import functional as F
+from . import init
+from .layers import int_at_least
+from .module import Module, Parameter
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# ---- one recurrent step (shared by the layers' scan bodies and the cells) ----------------------
+def _rnn_step(gi, h, w_hh, b_hh, relu: bool):
+    pre = gi + F.linear(h, w_hh, b_hh)
+    return pre.relu() if relu else pre.tanh()
+
+
+def _lstm_step(gi, state, w_hh, b_hh, w_hr=None):
+    h, c = state
+    gates = gi + F.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)  # PyTorch's gate order
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    if w_hr is not None:
+        h = F.linear(h, w_hr)
+    return h, c
+
+
+def _gru_step(gi, h, w_hh, b_hh):
+    gh = F.linear(h, w_hh, b_hh)
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return (1 - z) * n + z * h
+
+
+def _zeros(like, size: int):
+    """Zeros ``(N, size)`` with ``like``'s batch dim (``like`` is ``(N, k)``): a ``full`` node
+    keeping a symbolic batch dim when traced, never a constant of the example's shape."""
+    return zeros_like(like[:, :1]).expand(like.shape[0], size)
+
+
+def _check_input(name: str, x, size: int, batched_ndim: int):
+    if not isinstance(x, Tensor):
+        raise GraphcError(f"{name}: input must be a Tensor, got {type(x).__name__} (PackedSequence is not supported)")
+    if x.ndim not in (batched_ndim - 1, batched_ndim):
+        raise GraphcError(f"{name}: expected input of {batched_ndim - 1} or {batched_ndim} dims, got shape "
+                          f"{tuple(x.shape)}")
+    if int(x.shape[-1]) != size:
+        raise GraphcError(f"{name}: input.size(-1) must be equal to input_size. Expected {size}, got "
+                          f"{int(x.shape[-1])}")
+
+
+def _place(module, device, dtype) -> None:
+    """PyTorch's factory kwargs: ``dtype`` casts the parameters, ``device`` moves them."""
+    if dtype is not None:
+        module.to(dtype)
+    if device is not None:
+        module.to(device)
+
+
+class RNNBase(Module):
+    """Shared by RNN, LSTM and GRU: PyTorch's ``nn.RNNBase`` parameters and forward."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None):
+        super().__init__()
+        self.mode = mode
+        self.input_size = int_at_least("input_size", input_size)
+        self.hidden_size = int_at_least("hidden_size", hidden_size)
+        self.num_layers = int_at_least("num_layers", num_layers)
+        self.bias, self.batch_first, self.bidirectional = bool(bias), bool(batch_first), bool(bidirectional)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
+            raise GraphcError("dropout should be a number in range [0, 1] representing the probability of an "
+                              "element being zeroed")
+        self.dropout = float(dropout)
+        if isinstance(proj_size, bool) or not isinstance(proj_size, int) or proj_size < 0:
+            raise GraphcError(f"proj_size should be a non-negative integer, got {proj_size!r}")
+        if proj_size and mode != "LSTM":
+            raise GraphcError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise GraphcError("proj_size has to be smaller than hidden_size")
+        self.proj_size = proj_size
+        real_hidden = proj_size or hidden_size
+        gate_size = _GATES[mode] * hidden_size
+        bound = 1 / math.sqrt(hidden_size)
+        dirs = 2 if self.bidirectional else 1
+        for layer in range(self.num_layers):
+            layer_input = self.input_size if layer == 0 else real_hidden * dirs
+            for suffix in ("", "_reverse")[:dirs]:
+                shapes = [(f"weight_ih_l{layer}{suffix}", (gate_size, layer_input)),
+                          (f"weight_hh_l{layer}{suffix}", (gate_size, real_hidden))]
+                if self.bias:
+                    shapes += [(f"bias_ih_l{layer}{suffix}", (gate_size,)), (f"bias_hh_l{layer}{suffix}", (gate_size,))]
+                if proj_size:
+                    shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
+                for name, shape in shapes:  # PyTorch's reset_parameters: all U(-1/sqrt(hidden), 1/sqrt(hidden))
+                    self.register_parameter(name, Parameter(init.uniform(shape, bound)))
+        _place(self, device, dtype)
+
+    def flatten_parameters(self) -> None:
+        """A no-op (PyTorch compacts cuDNN weights here; graphc has nothing to compact)."""
+
+    def _weights(self, layer: int, suffix: str):
+        get = lambda name: getattr(self, f"{name}_l{layer}{suffix}")  # noqa: E731
+        return (get("weight_ih"), get("weight_hh"), get("bias_ih") if self.bias else None,
+                get("bias_hh") if self.bias else None, get("weight_hr") if self.proj_size else None)
+
+    def _run_direction(self, xs, state, layer: int, reverse: bool, time: int):
+        """One scan over ``xs`` (time on dim ``time``): returns (final state, outputs)."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, "_reverse" if reverse else "")
+        gi = F.linear(xs, w_ih, b_ih)  # every step's input projection at once
+        mode = self.mode
+        if mode == "LSTM":
+            def body(carry, g):
+                h, c = _lstm_step(g, carry, w_hh, b_hh, w_hr)
+                return (h, c), h
+        elif mode == "GRU":
+            def body(carry, g):
+                h = _gru_step(g, carry, w_hh, b_hh)
+                return h, h
+        else:
+            relu = mode == "RNN_RELU"
+
+            def body(carry, g):
+                h = _rnn_step(g, carry, w_hh, b_hh, relu)
+                return h, h
+        return scan(body, state, gi, dim=time, reverse=reverse)
+
+    def forward(self, input, hx=None):  # noqa: A002 - PyTorch's argument name
+        name = type(self).__name__
+        _check_input(name, input, self.input_size, 3)
+        batched = input.ndim == 3
+        is_lstm = self.mode == "LSTM"
+        dirs = 2 if self.bidirectional else 1
+        real_hidden = self.proj_size or self.hidden_size
+        if not batched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        time = 1 if self.batch_first else 0
+        first = input[:, 0] if self.batch_first else input[0]  # (N, input_size)
+        if hx is None:
+            h0 = [_zeros(first, real_hidden) for _ in range(self.num_layers * dirs)]
+            c0 = [_zeros(first, self.hidden_size) for _ in range(self.num_layers * dirs)] if is_lstm else None
+        else:
+            if is_lstm:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise GraphcError(f"{name}: hx must be a tuple (h_0, c_0)")
+                h_init, c_init = hx
+            else:
+                if isinstance(hx, (tuple, list)):
+                    raise GraphcError(f"{name}: hx must be a Tensor, got a {type(hx).__name__}")
+                h_init, c_init = hx, None
+            h0 = self._split_state(h_init, real_hidden, batched, "h_0")
+            c0 = self._split_state(c_init, self.hidden_size, batched, "c_0") if is_lstm else None
+        xs, h_n, c_n = input, [], []
+        for layer in range(self.num_layers):
+            outputs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                state = (h0[k], c0[k]) if is_lstm else h0[k]
+                final, ys = self._run_direction(xs, state, layer, reverse=d == 1, time=time)
+                outputs.append(ys)
+                if is_lstm:
+                    h_n.append(final[0])
+                    c_n.append(final[1])
+                else:
+                    h_n.append(final)
+            xs = outputs[0] if dirs == 1 else cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                xs = F.dropout(xs, self.dropout, True)
+        h_n = stack(h_n, 0)
+        c_n = stack(c_n, 0) if is_lstm else None
+        if not batched:
+            xs = xs.squeeze(0 if self.batch_first else 1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if is_lstm else None
+        return (xs, (h_n, c_n)) if is_lstm else (xs, h_n)
+
+    def _split_state(self, state, size: int, batched: bool, what: str) -> list:
+        dirs = 2 if self.bidirectional else 1
+        expected_ndim = 3 if batched else 2
+        if not isinstance(state, Tensor) or state.ndim != expected_ndim:
+            raise GraphcError(f"{type(self).__name__}: for {'batched' if batched else 'unbatched'} input, {what} "
+                              f"should be a {expected_ndim}-D Tensor, got "
+                              f"{tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__}")
+        if not batched:
+            state = state.unsqueeze(1)
+        if int(state.shape[0]) != self.num_layers * dirs or int(state.shape[-1]) != size:
+            raise GraphcError(f"{type(self).__name__}: expected {what} of size ({self.num_layers * dirs}, N, {size}), "
+                              f"got {tuple(state.shape)}")
+        return [state[k] for k in range(self.num_layers * dirs)]
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu), stacked
+    ``num_layers`` deep; returns ``(output, h_n)`` as PyTorch.
+
+    >>> import graphc as gc
+    >>> from graphc.nn.recurrent import RNN
+    >>> rnn = RNN(4, 6, num_layers=2, bidirectional=True, batch_first=True)
+    >>> out, h_n = rnn(gc.randn(3, 5, 4))
+    >>> out.shape, h_n.shape, tuple(rnn.weight_ih_l1_reverse.shape)
+    ((3, 5, 12), (4, 3, 6), (6, 12))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device=None, dtype=None, proj_size: int = 0):
+        if nonlinearity not in ("tanh", "relu"):
+            raise GraphcError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, num_layers,
+                         bias, batch_first, dropout, bidirectional, proj_size, device, dtype)  # a proj_size is refused
+        self.nonlinearity = nonlinearity
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s + (", nonlinearity='relu'" if self.nonlinearity == "relu" else "")
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (PyTorch's gates i, f, g, o; optional ``proj_size``); returns
+    ``(output, (h_n, c_n))``.
+
+    >>> import graphc as gc
+    >>> from graphc.nn.recurrent import LSTM
+    >>> out, (h_n, c_n) = LSTM(4, 6, proj_size=3)(gc.randn(5, 2, 4))
+    >>> out.shape, h_n.shape, c_n.shape
+    ((5, 2, 3), (1, 2, 3), (1, 2, 6))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (PyTorch's gates r, z, n with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``);
+    returns ``(output, h_n)``.
+
+    >>> import graphc as gc
+    >>> from graphc.nn.recurrent import GRU
+    >>> out, h_n = GRU(4, 6)(gc.randn(5, 4))  # unbatched
+    >>> out.shape, h_n.shape
+    ((5, 6), (1, 6))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device=None, dtype=None, proj_size: int = 0):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)  # a proj_size is refused, as PyTorch does
+
+
+# ---- cells -----------------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    """Shared by the cells: ``weight_ih (G*hidden, input)``, ``weight_hh (G*hidden, hidden)``,
+    ``bias_ih``, ``bias_hh``, all U(-1/sqrt(hidden), 1/sqrt(hidden))."""
+
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.input_size = int_at_least("input_size", input_size)
+        self.hidden_size = int_at_least("hidden_size", hidden_size)
+        self.bias = bool(bias)
+        bound, g = 1 / math.sqrt(hidden_size), self.gates * hidden_size
+        self.weight_ih = Parameter(init.uniform((g, input_size), bound))
+        self.weight_hh = Parameter(init.uniform((g, hidden_size), bound))
+        self.bias_ih = Parameter(init.uniform((g,), bound)) if bias else None
+        self.bias_hh = Parameter(init.uniform((g,), bound)) if bias else None
+        _place(self, device, dtype)
+
+    def _prepare(self, input, hx, count: int):
+        """(batched input, [states], batched?) with missing states as zeros."""
+        name = type(self).__name__
+        _check_input(name, input, self.input_size, 2)
+        batched = input.ndim == 2
+        x = input if batched else input.unsqueeze(0)
+        states = [None] * count if hx is None else (list(hx) if count > 1 else [hx])
+        if len(states) != count:
+            raise GraphcError(f"{name}: hx must be a tuple of {count} tensors")
+        out = []
+        for s in states:
+            if s is None:
+                out.append(_zeros(x, self.hidden_size))
+                continue
+            if not isinstance(s, Tensor) or s.ndim != input.ndim:
+                raise GraphcError(f"{name}: expected hidden state of {input.ndim} dims for input of shape "
+                                  f"{tuple(input.shape)}, got "
+                                  f"{tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__}")
+            out.append(s if batched else s.unsqueeze(0))
+        return x, out, batched
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if not self.bias:
+            s += ", bias=False"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return s + (f", nonlinearity={nonlinearity!r}" if nonlinearity != "tanh" else "")
+
+
+class RNNCell(RNNCellBase):
+    """One Elman step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu).
+
+    >>> import graphc as gc
+    >>> from graphc.nn.recurrent import RNNCell
+    >>> RNNCell(3, 4)(gc.randn(2, 3)).shape
+    (2, 4)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise GraphcError(f"Unknown nonlinearity: {nonlinearity}")
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):  # noqa: A002
+        x, (h,), batched = self._prepare(input, hx, 1)
+        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
+                      self.nonlinearity == "relu")
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step: ``(h', c') = cell(x, (h, c))``, PyTorch's gates i, f, g, o.
+
+    >>> import graphc as gc
+    >>> from graphc.nn.recurrent import LSTMCell
+    >>> h, c = LSTMCell(3, 4)(gc.randn(2, 3))
+    >>> h.shape, c.shape
+    ((2, 4), (2, 4))
+    """
+
+    gates = 4
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        x, (h, c), batched = self._prepare(input, hx, 2)
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), (h, c), self.weight_hh, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step, PyTorch's gates r, z, n: ``h' = (1 - z) * n + z * h``.
+
+    >>> import graphc as gc
+    >>> from graphc.nn.recurrent import GRUCell
+    >>> GRUCell(3, 4)(gc.randn(3)).shape
+    (4,)
+    """
+
+    gates = 3
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        x, (h,), batched = self._prepare(input, hx, 1)
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h if batched else h.squeeze(0)
