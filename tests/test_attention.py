@@ -411,3 +411,145 @@ def test_mha_dropout_only_in_training():
     _, w_eval = m(x, x, x, average_attn_weights=False)
     assert not (w_eval.numpy() == 0).any()
     np.testing.assert_allclose(w_eval.numpy().sum(-1), 1.0, rtol=1e-6)
+
+
+# ---- TransformerEncoderLayer, TransformerEncoder -------------------------------------------------
+ENCODER_CONFIGS = {
+    "post_norm_relu": {},
+    "pre_norm_gelu_batch_first": {"norm_first": True, "activation": "gelu", "batch_first": True},
+    "no_bias_eps": {"bias": False, "layer_norm_eps": 1e-3},
+    "callable_silu": {"activation": "silu"},  # a callable: F.silu on each side
+}
+ENCODER_MASKS = ["none", "key_padding", "causal", "both"]
+
+
+def _encoder(lib, functional, config, final_norm):
+    kw = dict(ENCODER_CONFIGS[config])
+    if kw.get("activation") == "silu":
+        kw["activation"] = functional.silu
+    layer = lib.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, **kw)
+    return lib.TransformerEncoder(layer, 2, norm=lib.LayerNorm(8) if final_norm else None, enable_nested_tensor=False)
+
+
+def _encoder_inputs(config, masks):
+    rng = np.random.default_rng(sum(map(ord, config + masks)))
+    bf = ENCODER_CONFIGS[config].get("batch_first", False)
+    x = rng.standard_normal((3, 5, 8) if bf else (5, 3, 8))
+    kpm = rng.random((3, 5)) > 0.6
+    kpm[:, 0] = False
+    causal = np.triu(np.full((5, 5), -np.inf), 1)  # nn.Transformer.generate_square_subsequent_mask(5)
+    kw = {"none": {}, "key_padding": {"src_key_padding_mask": kpm},
+          "causal": {"mask": causal, "is_causal": True},
+          "both": {"mask": causal, "src_key_padding_mask": kpm}}[masks]
+    return x, kw
+
+
+def _torch_encoder(config, masks, mode, x, kw, cot):
+    torch.manual_seed(0)
+    te = _encoder(torch.nn, torch.nn.functional, config, final_norm=True).double().train(mode == "train")
+    state = {k: v.detach().numpy().copy() for k, v in te.state_dict().items()}
+    tx = torch.tensor(x, requires_grad=True)  # gradients on: PyTorch's plain path, not its eval fast path
+    out = te(tx, **{a: torch.tensor(b) if isinstance(b, np.ndarray) else b for a, b in kw.items()})
+    (out * torch.tensor(cot)).sum().backward()
+    return {"out": out.detach().numpy(), "dx": tx.grad.numpy(), **{f"state.{k}": v for k, v in state.items()},
+            **{f"grad.{k}": p.grad.numpy() for k, p in te.named_parameters()}}
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched src_key_padding_mask and mask is deprecated")
+@pytest.mark.parametrize("mode", ["train", "eval"])
+@pytest.mark.parametrize("masks", ENCODER_MASKS)
+@pytest.mark.parametrize("config", list(ENCODER_CONFIGS))
+def test_transformer_encoder_matches_torch(config, masks, mode, torch_ref):
+    """PyTorch's state_dict loaded; output, input and parameter gradients in float64 (dropout 0,
+    so train and eval compute the same formula in both libraries)."""
+    import graphc.nn.functional as F
+    from graphc import nn
+    from graphc.nn import transformer
+
+    x, kw = _encoder_inputs(config, masks)
+    cot = np.random.default_rng(7).standard_normal(x.shape)
+    ref = torch_ref(_fp([config, masks, mode, x, kw, cot]), lambda: _torch_encoder(config, masks, mode, x, kw, cot))
+
+    class Lib:  # graphc's classes under torch.nn's names
+        TransformerEncoderLayer, TransformerEncoder, LayerNorm = (transformer.TransformerEncoderLayer,
+                                                                  transformer.TransformerEncoder, nn.LayerNorm)
+
+    ge = _encoder(Lib, F, config, final_norm=True).double().train(mode == "train")
+    state = {k[len("state."):]: v for k, v in ref.items() if k.startswith("state.")}
+    assert list(state) == list(ge.state_dict())
+    ge.load_state_dict(state)
+    gx = gc.tensor(x, requires_grad=True)
+    out = ge(gx, **_gc_kwargs(kw))
+    _close(out, ref["out"], TOL64, "output")
+    (out * gc.tensor(cot)).sum().backward()
+    _close(gx.grad, ref["dx"], TOL64, "dx")
+    for k, p in ge.named_parameters():
+        _close(p.grad, ref[f"grad.{k}"], TOL64, f"grad.{k}")
+
+
+def _torch_encoder_train(state, batches):
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                             norm_first=True, activation="gelu")
+    te = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    te.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
+    opt = torch.optim.SGD(te.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for x, kpm, y in batches:
+        opt.zero_grad()
+        loss = ((te(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(kpm)) - torch.from_numpy(y)) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": np.array(losses), **{f"state.{k}": v.detach().numpy().copy() for k, v in te.state_dict().items()}}
+
+
+def test_transformer_encoder_compiled_training_matches_torch(torch_ref, tmp_path):
+    """3 compiled SGD steps of a pre-norm GELU encoder (batch first, key padding mask as an input
+    sharing the symbolic batch dim) vs torch's; the saved plan resumes as the live one."""
+    from graphc.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+
+    gc.manual_seed(0)
+    layer = TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=True,
+                                    activation="gelu")
+    ge = TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    state = {k: np.array(v, copy=True) for k, v in ge.state_dict().items()}
+    batches = _train_batches(True)
+    ref = torch_ref([state, batches], lambda: _torch_encoder_train(state, batches))
+    opt = optim.SGD(ge.parameters(), lr=0.05, momentum=0.9)
+
+    def train_step(x, kpm, y):
+        opt.zero_grad()
+        loss = ((ge(x, src_key_padding_mask=kpm) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = gc.compile(train_step, batches[0])
+    losses = [float(step(*b)) for b in batches]
+    np.testing.assert_allclose(losses, ref["losses"], rtol=TOL32, atol=TOL32)
+    for key, v in ge.state_dict().items():
+        _close(v, ref[f"state.{key}"], TOL32, key)
+    path = str(tmp_path / "encoder.graphc")
+    step.save(path)
+    loaded = gc.load(path)
+    x, kpm, y = batches[1]
+    np.testing.assert_allclose(float(loaded(x[:2], kpm[:2], y[:2])), float(step(x[:2], kpm[:2], y[:2])), rtol=1e-6)
+
+
+def test_transformer_encoder_layers_are_independent_copies_and_dropout_trains_only():
+    from graphc import nn
+    from graphc.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+
+    gc.manual_seed(0)
+    layer = TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.5, activation=nn.GELU())
+    enc = TransformerEncoder(layer, 2)
+    w0, w1 = enc.layers[0].linear1.weight, enc.layers[1].linear1.weight
+    assert w0 is not w1 and w0 is not layer.linear1.weight
+    np.testing.assert_array_equal(w0.numpy(), w1.numpy())  # copies of one layer, as PyTorch's _get_clones
+    assert "layers.0.activation" not in enc.state_dict()
+    x = gc.randn(5, 3, 8)
+    assert not np.allclose(enc(x).numpy(), enc(x).numpy())  # dropout draws anew
+    enc.eval()
+    np.testing.assert_array_equal(enc(x).numpy(), enc(x).numpy())
+    with pytest.raises(GraphcError, match="relu/gelu"):
+        TransformerEncoderLayer(8, 2, activation="tanh")

@@ -31,6 +31,7 @@ from ..core.tensor import Tensor
 from ..executor.backends import backend_of
 from ..ir.errors import GraphcError, ShapeError
 from ..ir.types import is_static
+from ..ops.surface import torchsymbol
 from . import functional as F
 from . import init
 from .layers import Linear, int_at_least
@@ -70,6 +71,7 @@ def _safe_softmax(scores: Tensor) -> Tensor:
     return F.where(dead, 0.0, weights)
 
 
+@torchsymbol(method=False, top=False)  # F.scaled_dot_product_attention (graphc.nn.functional reads the table)
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(query @ key.T * scale + mask) @ value`` over the last two dims, as PyTorch's
