@@ -411,6 +411,34 @@ def test_mha_dropout_only_in_training():
     _, w_eval = m(x, x, x, average_attn_weights=False)
     assert not (w_eval.numpy() == 0).any()
     np.testing.assert_allclose(w_eval.numpy().sum(-1), 1.0, rtol=1e-6)
+    m.train()  # and inside a compiled training step: a fresh mask each step
+    opt = optim.SGD(m.parameters(), lr=0.0)
+
+    def step(x):
+        opt.zero_grad()
+        out, w = m(x, x, x, average_attn_weights=False)
+        out.sum().backward()
+        opt.step()
+        return w
+
+    xb = np.random.default_rng(0).standard_normal((2, 6, 8)).astype(np.float32)
+    plan = gc.compile(step, (xb,))
+    w1, w2 = plan(xb), plan(xb)
+    assert (w1 == 0).any() and not np.array_equal(w1 == 0, w2 == 0)
+
+
+def test_float_masks_take_the_inputs_dtype():
+    """A float64 numpy mask on float32 inputs: float32 results (PyTorch refuses the mix)."""
+    rng = np.random.default_rng(0)
+    mask = np.where(rng.random((4, 5)) > 0.7, -np.inf, 0.0)
+    q, k = gc.randn(2, 4, 8), gc.randn(2, 5, 8)
+    out = scaled_dot_product_attention(q, k, k, attn_mask=gc.tensor(mask))
+    want = scaled_dot_product_attention(q, k, k, attn_mask=gc.tensor(mask.astype(np.float32)))
+    assert out.dtype == gc.float32
+    np.testing.assert_array_equal(out.numpy(), want.numpy())
+    m = MultiheadAttention(8, 2, batch_first=True)
+    out, w = m(q, k, k, attn_mask=gc.tensor(mask), key_padding_mask=gc.tensor(np.zeros((2, 5))))
+    assert out.dtype == w.dtype == gc.float32
 
 
 # ---- TransformerEncoderLayer, TransformerEncoder -------------------------------------------------

@@ -116,8 +116,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn_mask = _constant(scores, np.asarray(attn_mask))
         if attn_mask.dtype.name == "bool":
             scores = F.where(attn_mask, scores, float("-inf"))
-        else:
-            scores = scores + attn_mask
+        else:  # in the scores' dtype (PyTorch refuses a float mask of another dtype)
+            scores = scores + (attn_mask if attn_mask.dtype == scores.dtype else attn_mask.cast(scores.dtype))
         weights = _safe_softmax(scores)  # a mask may leave a query no key
     else:
         weights = F.softmax(scores, dim=-1)
@@ -137,7 +137,7 @@ def _float_mask(mask, like: Tensor, what: str):
         return F.where(mask, float("-inf"), _constant(like, np.zeros((), like.dtype.numpy)))
     if not mask.dtype.is_float:
         raise GraphcError(f"MultiheadAttention: only bool and float {what} are supported, got {mask.dtype.name}")
-    return mask
+    return mask if mask.dtype == like.dtype else mask.cast(like.dtype)
 
 
 class NonDynamicallyQuantizableLinear(Linear):
