@@ -557,6 +557,7 @@ def test_transformer_encoder_compiled_training_matches_torch(torch_ref, tmp_path
     np.testing.assert_allclose(losses, ref["losses"], rtol=TOL32, atol=TOL32)
     for key, v in ge.state_dict().items():
         _close(v, ref[f"state.{key}"], TOL32, key)
+        assert not np.array_equal(v, state[key]), f"{key} did not train"
     path = str(tmp_path / "encoder.graphc")
     step.save(path)
     loaded = gc.load(path)
