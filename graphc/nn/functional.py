@@ -265,3 +265,11 @@ from ..ops import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer
 from ..ops.surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
 
 globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})
+
+
+def __getattr__(name: str):
+    """``F.x`` for functions declared after this module was imported (``scaled_dot_product_attention``,
+    declared by graphc/nn/attention.py, which imports this module)."""
+    if name in _FUNCTIONAL:
+        return _FUNCTIONAL[name]
+    raise AttributeError(f"module 'graphc.nn.functional' has no attribute {name!r}")
