@@ -106,6 +106,9 @@ class Plan:
         outputs = self.run(list(inputs))
         for position in self._none_outputs:
             outputs.insert(position, None)
+        tree = self.graph.meta.get("output_tree")
+        if tree is not None and (self.kind != "training" or self._returns_all):
+            return _rebuild(tree, outputs)  # nested outputs, as the traced function returned them
         if self.kind == "training" and not self._returns_all:
             loss, model_outputs = outputs[0], outputs[1:]
             if not return_outputs:
@@ -376,3 +379,11 @@ def _describe(a) -> str:
         dtype = str(a.dtype)
     return f"{dtype}[{','.join(str(d) for d in a.shape)}]"
 
+
+def _rebuild(tree, outputs: list):
+    """The outputs nested along ``tree`` (graphc/tracing.py's ``_flat_outputs``)."""
+    if isinstance(tree, int):
+        return outputs[tree]
+    if tree and tree[0] == "dict":
+        return {key: _rebuild(sub, outputs) for key, sub in zip(tree[1], tree[2])}
+    return tuple(_rebuild(sub, outputs) for sub in tree)

@@ -167,7 +167,26 @@ def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
         graph.updates[name] = take(i, "graph.updates")
     meta = expect(fields.get("meta"), dict, "graph.meta")
     graph.meta = check_meta(check_plain(meta, "graph.meta", GRAPH_FIELDS["meta"]))
+    tree = graph.meta.get("output_tree")
+    if tree is not None and not _output_tree_ok(tree, len(graph.outputs) + len(graph.meta.get("none_outputs", [])), 0):
+        fail("graph.meta.output_tree should nest the positions of the outputs in lists (and [\"dict\", keys, "
+             "subtrees]), at most 16 deep")
     return graph, constants
+
+
+def _output_tree_ok(tree, count: int, depth: int) -> bool:
+    """A tree of output positions (below ``count``), lists and ``["dict", keys, subtrees]``."""
+    if depth > 16:
+        return False
+    if is_int(tree):
+        return 0 <= tree < count
+    if not isinstance(tree, list) or len(tree) > MAX_IO:
+        return False
+    if tree and tree[0] == "dict":
+        return (len(tree) == 3 and isinstance(tree[1], list) and isinstance(tree[2], list)
+                and len(tree[1]) == len(tree[2]) and all(isinstance(k, str) for k in tree[1])
+                and all(_output_tree_ok(t, count, depth + 1) for t in tree[2]))
+    return all(_output_tree_ok(t, count, depth + 1) for t in tree)
 
 
 def check_meta(meta: dict) -> dict:

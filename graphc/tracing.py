@@ -84,6 +84,9 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
     with tracing_modules(root, tracer), active(tracer):
         result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    if any(isinstance(out, (tuple, list, dict)) for out in outputs):  # LSTM's (output, (h_n, c_n))
+        outputs, tree = _flat_outputs(result)
+        tracer.graph.meta["output_tree"] = tree
     outputs = [out.tensor if hasattr(out, "weak_for") else out for out in outputs]  # loss.item(): its 0-d value
     if not any(isinstance(out, Tensor) for out in outputs):
         raise TraceError("the traced function returned no tensor")
@@ -99,6 +102,27 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
     tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
                                  for i, out in enumerate(outputs) if out is not None]
     return tracer.graph, tracer
+
+
+def _flat_outputs(result) -> tuple[list, list]:
+    """Nested tuples, lists and dicts of outputs as ``(leaves, tree)``: the plan returns the
+    leaves rebuilt along ``tree`` (plain data: a leaf's index, a list per tuple or list,
+    ``["dict", keys, subtrees]`` per dict with string keys)."""
+    leaves = []
+
+    def walk(item, depth):
+        if depth > 16:
+            raise TraceError("the traced function's outputs are nested more than 16 deep")
+        if isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                raise TraceError("a dict among the traced function's outputs must have string keys")
+            return ["dict", list(item), [walk(v, depth + 1) for v in item.values()]]
+        if isinstance(item, (tuple, list)):
+            return [walk(v, depth + 1) for v in item]
+        leaves.append(item)
+        return len(leaves) - 1
+    tree = walk(result, 0)
+    return leaves, tree
 
 
 def declared_dims(dynamic_dims, names: list, arrays: list) -> list:

@@ -7,9 +7,8 @@ the scan, so the scan body holds only the recurrent part. Compiled, a two-layer
 bidirectional LSTM is four ``scan`` nodes whatever the sequence length (declare it with
 ``dynamic_dims``); eagerly each scan is a Python loop.
 
-Compiling: a plan's outputs are a flat sequence of tensors, so compile a function returning
-``out, h_n, c_n`` rather than the LSTM itself (whose ``(out, (h_n, c_n))`` nests). Only
-the leading dim is the symbolic batch by default: declare the others where they are, e.g.
+Compiling: a plan returns the LSTM's nested ``(out, (h_n, c_n))`` as it is. Only the
+leading dim is the symbolic batch by default: declare the others where they are, e.g.
 ``dynamic_dims={"x": {0: "T", 1: "N"}, "h0": {1: "N"}}`` for time-major input with initial
 states, ``{"x": {1: "T"}}`` for ``batch_first``.
 
