@@ -160,3 +160,13 @@ def test_onnx_exports_carry_the_symbols_as_named_dims(tmp_path):
         got = session.run(None, {session.get_inputs()[0].name: x})[0]
         # onnxruntime's own convolutions and BN folding: float32 rounding apart
         np.testing.assert_allclose(got, model(gc.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_shapes_read_off_a_traced_tensor_stay_symbolic_in_creation_and_expand():
+    def f(x):
+        ones = gc.ones(1, 4).expand(x.shape[0], 4)
+        return gc.zeros((x.shape[0], 4)) + gc.full((x.shape[0], 4), 2.0) + ones + x
+
+    plan = gc.compile(f, (np.zeros((3, 4), np.float32),))
+    assert "fixed_batch" not in plan.graph.meta
+    assert plan(np.zeros((5, 4), np.float32)).tolist() == [[3.0] * 4] * 5

@@ -24,11 +24,18 @@ def apply(op: str, args: list, attrs: dict | None = None):
     tracer = next((t for a in args if (t := getattr(a, "_tracer", None)) is not None), None)
     if tracer is None:  # a model's parameter or buffer read inside a step being traced is a graph value
         current = current_tracer()
-        if current is not None and any(isinstance(a, Tensor) and current.state_name(a) for a in args):
-            tracer = current
+        if current is not None and (any(isinstance(a, Tensor) and current.state_name(a) for a in args)
+                                    or _symbolic(attrs)):
+            tracer = current  # (a shape naming a traced dim: gc.ones(1, 4).expand(x.shape[0], 4))
     if tracer is not None:
         return tracer.record(op, args, attrs or {})
     return _run_eager(op, args, attrs or {})
+
+
+def _symbolic(attrs) -> bool:
+    """Whether an attr holds a symbolic dim (a shape read off a traced tensor)."""
+    return bool(attrs) and any(isinstance(v, (list, tuple)) and any(isinstance(d, str) for d in v)
+                               for v in attrs.values())
 
 
 def eager_backend(tensors):

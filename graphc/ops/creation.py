@@ -102,12 +102,25 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
+def _symbolic_fill(dims, value, dtype):
+    """A ``full`` node for a shape holding a traced dim (``gc.zeros(x.shape[0], 5)`` in a trace):
+    the size follows the batch instead of being baked in."""
+    return apply("full", [], {"shape": dims_attr(dims), "value": float(value),
+                              "dtype": DType.from_any(np.dtype(_dtype(dtype))).name})
+
+
 def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _place(np.zeros(shape_args(shape), dtype=_dtype(dtype)), device, requires_grad)
+    dims = shape_args(shape)
+    if any(isinstance(d, SymInt) for d in dims):
+        return _symbolic_fill(dims, 0.0, dtype)
+    return _place(np.zeros(dims, dtype=_dtype(dtype)), device, requires_grad)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _place(np.ones(shape_args(shape), dtype=_dtype(dtype)), device, requires_grad)
+    dims = shape_args(shape)
+    if any(isinstance(d, SymInt) for d in dims):
+        return _symbolic_fill(dims, 1.0, dtype)
+    return _place(np.ones(dims, dtype=_dtype(dtype)), device, requires_grad)
 
 
 def empty(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -127,6 +140,8 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
         return apply("broadcast_to", [filled], {"shape": dims_attr(shape_args(shape))})
     if dtype is None:
         dtype = DType.bool if isinstance(value, bool) else DType.int64 if isinstance(value, int) else None
+    if any(isinstance(d, SymInt) for d in shape_args(shape)):
+        return _symbolic_fill(shape_args(shape), value, dtype)
     return _place(np.full(tuple(shape_args(shape)), value, dtype=_dtype(dtype)), device, requires_grad)
 
 
