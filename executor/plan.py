@@ -103,6 +103,9 @@ class Plan:
         name (``plan(x=...)``)."""
         if named:
             inputs = self._inputs_by_name(inputs, named)
+        tree = self.graph.meta.get("input_tree")
+        if tree is not None:  # tuples among the traced function's inputs: one plan input per tensor
+            inputs = _flat_inputs(tree, inputs)
         outputs = self.run(list(inputs))
         for position in self._none_outputs:
             outputs.insert(position, None)
@@ -387,3 +390,23 @@ def _rebuild(tree, outputs: list):
     if tree and tree[0] == "dict":
         return {key: _rebuild(sub, outputs) for key, sub in zip(tree[1], tree[2])}
     return tuple(_rebuild(sub, outputs) for sub in tree)
+
+
+def _flat_inputs(tree, inputs) -> list:
+    """A call's inputs flattened along ``tree`` (0: a tensor; a list: a tuple of that many)."""
+    if len(inputs) != len(tree):
+        raise ShapeError(f"plan takes {len(tree)} input(s), got {len(inputs)}")
+    out = []
+
+    def walk(t, item, where):
+        if t == 0:
+            out.append(item)
+            return
+        if not isinstance(item, (tuple, list)) or len(item) != len(t):
+            got = f"a {type(item).__name__}" + (f" of {len(item)}" if isinstance(item, (tuple, list)) else "")
+            raise ShapeError(f"input {where}: expected a tuple of {len(t)}, got {got}")
+        for i, (s, v) in enumerate(zip(t, item)):
+            walk(s, v, f"{where}[{i}]")
+    for index, (t, item) in enumerate(zip(tree, inputs)):
+        walk(t, item, str(index))
+    return out

@@ -167,11 +167,28 @@ def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
         graph.updates[name] = take(i, "graph.updates")
     meta = expect(fields.get("meta"), dict, "graph.meta")
     graph.meta = check_meta(check_plain(meta, "graph.meta", GRAPH_FIELDS["meta"]))
+    inputs_tree = graph.meta.get("input_tree")
+    if inputs_tree is not None and not (isinstance(inputs_tree, list) and len(inputs_tree) <= len(graph.inputs)
+                                        and all(_input_tree_ok(t, 0) for t in inputs_tree)
+                                        and _leaves(inputs_tree) <= len(graph.inputs)):
+        fail("graph.meta.input_tree should nest the inputs in lists (0 for a tensor), at most 16 deep")
     tree = graph.meta.get("output_tree")
     if tree is not None and not _output_tree_ok(tree, len(graph.outputs) + len(graph.meta.get("none_outputs", [])), 0):
         fail("graph.meta.output_tree should nest the positions of the outputs in lists (and [\"dict\", keys, "
              "subtrees]), at most 16 deep")
     return graph, constants
+
+
+def _input_tree_ok(tree, depth: int) -> bool:
+    if depth > 16:
+        return False
+    if tree == 0 and is_int(tree):
+        return True
+    return isinstance(tree, list) and 0 < len(tree) <= MAX_IO and all(_input_tree_ok(t, depth + 1) for t in tree)
+
+
+def _leaves(tree) -> int:
+    return 1 if not isinstance(tree, list) else sum(_leaves(t) for t in tree)
 
 
 def _output_tree_ok(tree, count: int, depth: int) -> bool:

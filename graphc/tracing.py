@@ -9,7 +9,8 @@ import numpy as np
 
 from .executor.backends import backend_of
 from .ir.errors import GraphcError, TraceError
-from .ir.types import BATCH, DType, is_symbol
+from .ir.errors import ShapeError
+from .ir.types import BATCH, DType, bind_dim, dim_symbols, dim_terms, is_symbol, terms_dim
 from .passes.numeric_check import Example, check_verify
 from .core.tensor import Tensor
 from .branching import trace_both_ways
@@ -49,10 +50,13 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     from .nn.module import Module
 
     root = root if root is not None else (fn if isinstance(fn, Module) else None)
+    names = names or input_names(fn, len(example_inputs))
+    input_tree = None
+    if any(isinstance(x, tuple) for x in example_inputs):  # (h0, c0): one plan input per tensor
+        example_inputs, names, input_tree = _flat_inputs(example_inputs, names)
     arrays = [_example_array(x, i) for i, x in enumerate(example_inputs)]
     # Python numbers are plan inputs that the function sees as (traced) Python numbers
     numbers = [x if type(x) in (int, float) else None for x in example_inputs]
-    names = names or input_names(fn, len(arrays))
     declared = declared_dims(dynamic_dims, names, arrays)
     # the first input with a leading dim (not declared otherwise) sets N, unless a dim is declared N
     batched = next((a for a, dims in zip(arrays, declared) if a.ndim and 0 not in dims), None)
@@ -62,16 +66,20 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
         name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
     sizes = _sizes(declared, arrays)
     batch = sizes.pop(BATCH, None) or (batched.shape[0] if batched is not None and dynamic_batch else None)
+    _check_products(declared, arrays, {**sizes, **({BATCH: batch} if batch is not None else {})})
     shape_of = [{**({0: BATCH} if batch is not None and a.ndim and a.shape[0] == batch else {}), **dims}
                 for a, dims in zip(arrays, declared)]
     graph, tracer = trace_both_ways(
         lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, (batch, sizes, shape_of),
-                                            decisions, also), root)
+                                            decisions, also, input_tree), root)
+    if input_tree is not None:
+        graph.meta["input_tree"] = input_tree
     refuse_float16(graph)
     return graph, tracer
 
 
-def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_differentiate=frozenset()):
+def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_differentiate=frozenset(),
+                input_tree=None):
     """One trace of ``fn``, its first traced booleans answered by ``decisions``; ``dims``:
     (the batch size, the other symbols' sizes, each input's {dim: symbol})."""
     tracer = Tracer(name, root)
@@ -81,6 +89,8 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
     symbols = [tracer.add_input(n, a, False, shape) for n, a, shape in zip(names, arrays, shape_of)]
     tracer.examples = {t._value.name: x for t, x in zip(symbols, numbers) if x is not None}
     symbols = [traced_number(t, type(x), x, (t._value.name,)) if x is not None else t for t, x in zip(symbols, numbers)]
+    if input_tree is not None:
+        symbols = nest_inputs(input_tree, symbols)
     with tracing_modules(root, tracer), active(tracer):
         result = fn(*symbols)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -102,6 +112,33 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
     tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
                                  for i, out in enumerate(outputs) if out is not None]
     return tracer.graph, tracer
+
+
+def _flat_inputs(example_inputs, names) -> tuple[list, list, list]:
+    """Tuples among the example inputs (an LSTM's ``(h0, c0)``) as one input per tensor, named
+    ``hidden_0``, ``hidden_1``: ``(leaves, their names, tree)``; the tree (plain data, one
+    entry per input: 0 for a tensor, a list for a tuple) nests them back (:func:`nest_inputs`)."""
+    leaves, leaf_names = [], []
+
+    def walk(item, name, depth):
+        if not isinstance(item, tuple):
+            leaves.append(item)
+            leaf_names.append(name)
+            return 0
+        if depth > 16 or not item:
+            raise GraphcError(f"example input {name!r}: tuples must hold tensors, at most 16 deep")
+        return [walk(v, f"{name}_{i}", depth + 1) for i, v in enumerate(item)]
+    tree = [walk(x, name, 0) for x, name in zip(example_inputs, names)]
+    return leaves, leaf_names, tree
+
+
+def nest_inputs(tree, leaves) -> list:
+    """The inputs nested along ``tree`` (the inverse of :func:`_flat_inputs`)."""
+    it = iter(leaves)
+
+    def build(t):
+        return next(it) if t == 0 else tuple(build(s) for s in t)
+    return [build(t) for t in tree]
 
 
 def _flat_outputs(result) -> tuple[list, list]:
@@ -139,15 +176,39 @@ def declared_dims(dynamic_dims, names: list, arrays: list) -> list:
         for dim, symbol in dims.items():
             if not isinstance(dim, int) or not -array.ndim <= dim < array.ndim:
                 raise GraphcError(f"dynamic_dims: input {names[index]!r} of shape {array.shape} has no dim {dim!r}")
-            if not is_symbol(symbol):
+            if not _is_dim_name(symbol):
                 raise GraphcError(f"dynamic_dims: {symbol!r} (input {names[index]!r}, dim {dim}) is not a name for a "
-                                  "dim (letters, digits and _, not starting with a digit)")
+                                  "dim (letters, digits and _, not starting with a digit; or a product of those and "
+                                  "ints, such as 'T*N' for a flattened sequence)")
             if array.shape[dim % array.ndim] < 2:
                 raise GraphcError(f"dynamic_dims: dim {dim} of input {names[index]!r} has size "
                                   f"{array.shape[dim % array.ndim]} in the example; trace with a size of at least 2 "
                                   "(a size of 1 would read as broadcasting)")
-            declared[index][dim % array.ndim] = symbol
+            declared[index][dim % array.ndim] = symbol if is_symbol(symbol) else terms_dim(*dim_terms(symbol))
     return declared
+
+
+def _is_dim_name(name) -> bool:
+    try:
+        return isinstance(name, str) and bool(dim_terms(name)[1])
+    except ShapeError:
+        return False
+
+
+def _check_products(declared: list, arrays: list, sizes: dict) -> None:
+    """A declared product (``"T*N"``) must have each symbol declared alone somewhere, and equal
+    the product of their example sizes."""
+    for dims, array in zip(declared, arrays):
+        for dim, name in dims.items():
+            if is_symbol(name):
+                continue
+            missing = [s for s in dim_symbols(name) if s not in sizes]
+            if missing:
+                raise GraphcError(f"dynamic_dims: {name} names {', '.join(missing)}, which no input has alone; declare "
+                                  "each symbol as a dim of its own on some input")
+            if bind_dim(name, sizes) != array.shape[dim]:
+                raise GraphcError(f"dynamic_dims: {name} is {bind_dim(name, sizes)} in the example, but that dim has "
+                                  f"size {array.shape[dim]}")
 
 
 def _sizes(declared: list, arrays: list) -> dict:
@@ -155,6 +216,8 @@ def _sizes(declared: list, arrays: list) -> dict:
     sizes = {}
     for dims, array in zip(declared, arrays):
         for dim, symbol in dims.items():
+            if not is_symbol(symbol):
+                continue  # a product: checked once every symbol has a size
             if sizes.setdefault(symbol, array.shape[dim]) != array.shape[dim]:
                 raise GraphcError(f"dynamic_dims: {symbol} is {sizes[symbol]} in one example input and "
                                   f"{array.shape[dim]} in another; one symbol must have one size")

@@ -44,3 +44,21 @@ def test_a_malformed_output_tree_in_a_plan_file_is_refused(tmp_path, tree):
     rewrite_body(path, edit)
     with pytest.raises(gc.PlanFormatError, match="output_tree"):
         gc.load(path)
+
+
+def test_tuple_inputs_are_one_plan_input_per_tensor_and_checked_at_the_call():
+    plan = gc.compile(lambda x, pair: x * pair[0] + pair[1], (np.ones(3, np.float32), (np.ones(3, np.float32),
+                                                                                         np.zeros(3, np.float32))))
+    assert [v.name for v in plan.graph.inputs] == ["x", "pair_0", "pair_1"]
+    assert plan(np.ones(3, np.float32), (np.full(3, 2.0, np.float32), np.ones(3, np.float32))).tolist() == [3.0] * 3
+    with pytest.raises(gc.ShapeError, match=r"input 1: expected a tuple of 2, got a ndarray"):
+        plan(np.ones(3, np.float32), np.ones(3, np.float32))
+
+
+def test_a_product_of_symbols_can_be_declared_for_flattened_targets():
+    plan = gc.compile(lambda x, y: (x.reshape(-1) * y), (np.ones((3, 2), np.float32), np.ones(6, np.float32)),
+                      dynamic_dims={"x": {0: "T", 1: "N"}, "y": {0: "T*N"}})
+    assert [str(v.type) for v in plan.graph.inputs] == ["f32[T,N]", "f32[N*T]"]
+    assert plan(np.ones((4, 5), np.float32), np.full(20, 2.0, np.float32)).shape == (20,)
+    with pytest.raises(gc.GraphcError, match="no input has alone"):
+        gc.compile(lambda y: y * 2.0, (np.ones(6, np.float32),), dynamic_dims={"y": {0: "T*N"}})

@@ -14,6 +14,7 @@ from ..ir.types import DType
 from ..random import generator
 from ..core.symint import SymInt, dims_attr, shape_args
 from ..core.tensor import Tensor
+from .surface import torchsymbol
 
 _DEFAULT_FLOAT = np.float32
 
@@ -199,6 +200,30 @@ def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:
 
 def ones_like(t: Tensor, dtype=None, device=None) -> Tensor:
     return _filled_like(t, 1.0, dtype, device)
+
+
+@torchsymbol(top=False, functional=False)
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros of ``size`` with this tensor's dtype unless given (``weight.new_zeros(layers,
+    batch, hidden)``, the idiom for initial recurrent states).
+
+    >>> import graphc as gc
+    >>> gc.ones(2, dtype=gc.float64).new_zeros(3, 4).dtype
+    <DType.float64: 'f64'>
+    """
+    return zeros(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+@torchsymbol(top=False, functional=False)
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones of ``size`` with this tensor's dtype unless given."""
+    return ones(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+@torchsymbol(top=False, functional=False)
+def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``size`` filled with ``fill_value``, with this tensor's dtype unless given."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
 def _filled_like(t: Tensor, value: float, dtype, device) -> Tensor:
