@@ -1,4 +1,5 @@
-"""PyTorch's ``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder``, over
+"""PyTorch's ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder`` and ``nn.Transformer``
+(the decoder's classes are in graphc/nn/transformer_decoder.py, imported here), over
 ``MultiheadAttention`` (graphc/nn/attention.py), Linear, LayerNorm and Dropout: the same
 submodule names, so a PyTorch ``state_dict`` loads unchanged.
 
@@ -19,27 +20,19 @@ from __future__ import annotations
 
 import copy
 
-from ..ir.errors import GraphcError
-from . import functional as F
+from ..core.symint import SymInt
+from ..ir.errors import GraphcError, ShapeError
+from ..ops.creation import full
+from . import init
 from .attention import MultiheadAttention
 from .containers import ModuleList
 from .layers import Dropout, Linear, int_at_least
 from .module import Module
 from .normalization import LayerNorm
+from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer, _activation
 
-__all__ = ["TransformerEncoder", "TransformerEncoderLayer"]
-
-
-def _activation(activation):
-    if isinstance(activation, str):
-        if activation == "relu":
-            return F.relu
-        if activation == "gelu":
-            return F.gelu
-        raise GraphcError(f"activation should be relu/gelu, not {activation}")
-    if not callable(activation):
-        raise GraphcError(f"activation should be 'relu', 'gelu' or a callable, got {activation!r}")
-    return activation
+__all__ = ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerEncoderLayer"]
 
 
 class TransformerEncoderLayer(Module):
@@ -133,3 +126,86 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+class Transformer(Module):
+    """PyTorch's ``nn.Transformer``: a ``TransformerEncoder`` of ``num_encoder_layers`` layers
+    and a ``TransformerDecoder`` of ``num_decoder_layers``, each ending in a LayerNorm
+    (``encoder.norm``, ``decoder.norm``), or ``custom_encoder`` / ``custom_decoder``; every
+    parameter of 2 or more dims then xavier-uniform, as PyTorch's ``_reset_parameters``.
+
+    ``forward(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+    src_key_padding_mask=None, tgt_key_padding_mask=None, memory_key_padding_mask=None,
+    src_is_causal=None, tgt_is_causal=None, memory_is_causal=False)``: ``src`` ``(S, N, E)``
+    and ``tgt`` ``(T, N, E)`` (``(N, S, E)``, ``(N, T, E)`` with ``batch_first``) give
+    ``(T, N, E)``; the encoder's output is the decoder's ``memory``. An ``*_is_causal`` of
+    ``None`` is taken as ``False`` (a hint that changes no number).
+
+    >>> import graphc as gc
+    >>> from graphc.nn.transformer import Transformer
+    >>> model = Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+    ...                     dim_feedforward=16, batch_first=True)
+    >>> src, tgt = gc.randn(3, 7, 8), gc.randn(3, 5, 8)
+    >>> mask = Transformer.generate_square_subsequent_mask(5)
+    >>> model(src, tgt, tgt_mask=mask, tgt_is_causal=True).shape
+    (3, 5, 8)
+    >>> mask.numpy().tolist()[1]
+    [0.0, 0.0, -inf, -inf, -inf]
+    """
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps,
+                                                                                   bias=bias))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps,
+                                                                                   bias=bias))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        if device is not None:
+            self.to(device)
+        if dtype is not None:
+            self.to(dtype)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        if src.ndim == 3:
+            bs, bt = (src.shape[0], tgt.shape[0]) if self.batch_first else (src.shape[1], tgt.shape[1])
+            if not isinstance(bs, SymInt) and not isinstance(bt, SymInt) and bs != bt:  # (traced: unchecked)
+                raise ShapeError(f"the batch number of src and tgt must be equal, got {bs} and {bt}")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise ShapeError(f"the feature number of src and tgt must be equal to d_model {self.d_model}, got "
+                             f"{src.shape[-1]} and {tgt.shape[-1]}")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The ``(sz, sz)`` causal mask: ``-inf`` above the diagonal (position ``i`` may not see
+        ``j > i``), 0.0 elsewhere; float32 unless ``dtype`` says otherwise.
+
+        >>> from graphc.nn.transformer import Transformer
+        >>> Transformer.generate_square_subsequent_mask(3).numpy().tolist()
+        [[0.0, -inf, -inf], [0.0, 0.0, -inf], [0.0, 0.0, 0.0]]
+        """
+        return full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(1)
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
