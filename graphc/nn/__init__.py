@@ -12,7 +12,8 @@ from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sync_batchnorm import SyncBatchNorm
 from .attention import MultiheadAttention
-from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
+from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
@@ -21,8 +22,8 @@ __all__ = [
     "ModuleDict", "ModuleList", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
     "SyncBatchNorm", "Tanh", "Unflatten", "functional", "init", "parallel", "utils",
     # recurrent and attention
-    "GRU", "GRUCell", "LSTM", "LSTMCell", "MultiheadAttention", "RNN", "RNNCell", "TransformerEncoder",
-    "TransformerEncoderLayer",
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "MultiheadAttention", "RNN", "RNNCell", "Transformer",
+    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     # losses
     "BCELoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss", "SmoothL1Loss",
 ]

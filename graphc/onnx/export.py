@@ -17,6 +17,7 @@ from ..ir.errors import GraphcError
 from ..ir.types import DType, is_static
 from .dtypes import ELEMENT_TYPES as _ELEMENT_TYPES
 from .control_export import CONTROL_WRITERS
+from .export_fill import shape_tensor, write_full
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
@@ -151,6 +152,9 @@ def _shape_data(node) -> list:
 
 
 def _reshape(w: _Writer, node, ins, out):
+    if sum(not is_static(d) for d in node.outputs[0].type.shape) > 1:  # [N,T,2,4]: the shape read at run time
+        w.node("Reshape", [ins[0], shape_tensor(w, node, node.outputs[0].type.shape)], [out], node.meta)
+        return
     w.node("Reshape", [ins[0], w.constant(np.array(_shape_data(node), np.int64), "shape")], [out], node.meta)
 
 
@@ -291,7 +295,7 @@ WRITERS = {
     "sign": write_sign, "maximum": _simple("Max"), "minimum": _simple("Min"), "logical_not": _simple("Not"),
     "ne": _ne, "rsqrt": _rsqrt, "log1p": _log1p, "mean": _reduce("ReduceMean", 18), "sum": _reduce("ReduceSum", 13),
     "max": _reduce("ReduceMax", 18), "slice": _slice, "broadcast_to": _broadcast_to, "argmax": _argmax,
-    "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta),
+    "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta), "full": write_full,
 }
 
 
