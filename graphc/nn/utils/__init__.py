@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 
-from ..ir.errors import GraphcError
-from ..core.tensor import Tensor
+from ...ir.errors import GraphcError
+from ...core.tensor import Tensor
+from . import rnn  # noqa: F401  (nn.utils.rnn.pad_sequence)
 
 
 def _with_grads(parameters) -> list:
@@ -38,7 +39,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     """
     params = _with_grads(parameters)
     if not params:
-        from ..ops.creation import tensor
+        from ...ops.creation import tensor
 
         return tensor(0.0)
     norm_type = float(norm_type)
