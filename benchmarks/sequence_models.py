@@ -142,7 +142,8 @@ def lstm_train():
              "hidden": max(float(np.abs(np.asarray(a) - b.detach().numpy()).max()) for a, b in ((h, th_), (c, tc_))),
              "params after step": state_diff(model, tmodel)}
     extra = {"loss": scalar(loss), "nodes": len(step.graph.nodes),
-             "scans": sum(n.op == "scan" for n in step.graph.nodes), "compile ms": compile_s * 1e3, "first call ms": first_s * 1e3,
+             "scans": sum(n.op == "scan" for n in step.graph.nodes),
+             "compile ms": compile_s * 1e3, "first call ms": first_s * 1e3,
              "plan": step, "inputs": (x, y, *hidden)}  # the profiler takes the plan's flat inputs
     fns = {"graphc": lambda: step(x, y, hidden), "torch": lambda: tstep(tx, ty, th)}
     return "lstm LM train step", fns, notes, extra
