@@ -103,10 +103,7 @@ class Plan:
         name (``plan(x=...)``)."""
         if named:
             inputs = self._inputs_by_name(inputs, named)
-        tree = self.graph.meta.get("input_tree")
-        if tree is not None:  # tuples among the traced function's inputs: one plan input per tensor
-            inputs = _flat_inputs(tree, inputs)
-        outputs = self.run(list(inputs))
+        outputs = self.run(self.flat_inputs(inputs))
         for position in self._none_outputs:
             outputs.insert(position, None)
         tree = self.graph.meta.get("output_tree")
@@ -118,6 +115,12 @@ class Plan:
                 return loss
             return loss, (model_outputs[0] if len(model_outputs) == 1 else tuple(model_outputs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def flat_inputs(self, inputs) -> list:
+        """The call's inputs as the plan's inputs: a tuple among the traced function's inputs
+        (an LSTM's ``(h0, c0)``) is one plan input per tensor (``graph.meta["input_tree"]``)."""
+        tree = self.graph.meta.get("input_tree")
+        return list(inputs) if tree is None else _flat_inputs(tree, inputs)
 
     def _inputs_by_name(self, positional, named) -> list:
         unknown = sorted(set(named) - set(self.input_names))

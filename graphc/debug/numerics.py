@@ -131,7 +131,7 @@ def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
 def _step_inputs(plan, inputs, backend):
     """Values by id for one step: the user's inputs, the learning rates, copies of the state
     (kernels never write their inputs, but a copy keeps the plan's arrays out of reach)."""
-    arrays, batch = plan._check_inputs(list(inputs))
+    arrays, batch = plan._check_inputs(plan.flat_inputs(inputs))
     arrays += plan.hyper_arrays()
     graph = plan.graph
     env = {id(v): backend.asarray(plan.backend.to_numpy(a)) for v, a in zip(graph.inputs, arrays)}

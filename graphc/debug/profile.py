@@ -77,7 +77,7 @@ def profile(plan, *inputs, steps: int = 10) -> Profile:
     """
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise GraphcError(f"profile: steps must be a positive integer, got {steps!r}")
-    arrays, batch = plan._check_inputs(list(inputs))
+    arrays, batch = plan._check_inputs(plan.flat_inputs(inputs))
     arrays += plan.hyper_arrays()
     backend, graph = plan.backend, plan.graph
     program = plan.detached_program(batch)
