@@ -23,6 +23,7 @@ from ..ir.registry import get_op
 from ..ir.types import BATCH, as_binding, binding_of
 from .backends import backend_of, get_backend
 from .budget import check_budget, default_budget
+from .plan_meta import flat_call_inputs, nest_outputs
 from .program import Program
 
 
@@ -108,7 +109,7 @@ class Plan:
             outputs.insert(position, None)
         tree = self.graph.meta.get("output_tree")
         if tree is not None and (self.kind != "training" or self._returns_all):
-            return _rebuild(tree, outputs)  # nested outputs, as the traced function returned them
+            return nest_outputs(tree, outputs)  # nested outputs, as the traced function returned them
         if self.kind == "training" and not self._returns_all:
             loss, model_outputs = outputs[0], outputs[1:]
             if not return_outputs:
@@ -120,7 +121,7 @@ class Plan:
         """The call's inputs as the plan's inputs: a tuple among the traced function's inputs
         (an LSTM's ``(h0, c0)``) is one plan input per tensor (``graph.meta["input_tree"]``)."""
         tree = self.graph.meta.get("input_tree")
-        return list(inputs) if tree is None else _flat_inputs(tree, inputs)
+        return list(inputs) if tree is None else flat_call_inputs(tree, inputs)
 
     def _inputs_by_name(self, positional, named) -> list:
         unknown = sorted(set(named) - set(self.input_names))
@@ -385,31 +386,3 @@ def _describe(a) -> str:
         dtype = str(a.dtype)
     return f"{dtype}[{','.join(str(d) for d in a.shape)}]"
 
-
-def _rebuild(tree, outputs: list):
-    """The outputs nested along ``tree`` (graphc/tracing.py's ``_flat_outputs``)."""
-    if isinstance(tree, int):
-        return outputs[tree]
-    if tree and tree[0] == "dict":
-        return {key: _rebuild(sub, outputs) for key, sub in zip(tree[1], tree[2])}
-    return tuple(_rebuild(sub, outputs) for sub in tree)
-
-
-def _flat_inputs(tree, inputs) -> list:
-    """A call's inputs flattened along ``tree`` (0: a tensor; a list: a tuple of that many)."""
-    if len(inputs) != len(tree):
-        raise ShapeError(f"plan takes {len(tree)} input(s), got {len(inputs)}")
-    out = []
-
-    def walk(t, item, where):
-        if t == 0:
-            out.append(item)
-            return
-        if not isinstance(item, (tuple, list)) or len(item) != len(t):
-            got = f"a {type(item).__name__}" + (f" of {len(item)}" if isinstance(item, (tuple, list)) else "")
-            raise ShapeError(f"input {where}: expected a tuple of {len(t)}, got {got}")
-        for i, (s, v) in enumerate(zip(t, item)):
-            walk(s, v, f"{where}[{i}]")
-    for index, (t, item) in enumerate(zip(tree, inputs)):
-        walk(t, item, str(index))
-    return out

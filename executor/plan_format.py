@@ -16,11 +16,12 @@ import msgpack
 from ..ir.errors import GraphcError, PlanFormatError
 from ..ir.graph import STATE_ROLES, Graph, Node, Value
 from ..ir.registry import get_op
-from ..ir.types import DType, TensorType, dim_terms, is_symbol
+from ..ir.types import DType, TensorType, dim_terms
 from ..ir.verify import verify
-from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_DIM_TEXT, MAX_IO, MAX_NODE_ATTRS,
+from .plan_limits import (BODY_GRAPH_FIELDS, GRAPH_FIELDS, MAX_CALL_DEPTH, MAX_DIM_TEXT, MAX_NODE_ATTRS,
                           MAX_NODE_META, MAX_EXPANDED, MAX_NODES, MAX_RANK, NODE_META, FAIL_PREFIX, Limit, clip, fail,
                           show)
+from .plan_meta import check_call_trees, check_meta, is_int
 from .plan_unpack import Fields
 
 MAX_DIM = 2**40
@@ -94,10 +95,6 @@ def field(obj: dict, key: str, kind, where: str):
     return expect(obj[key], kind, f"{where}.{key}")
 
 
-def is_int(obj) -> bool:
-    return isinstance(obj, int) and not isinstance(obj, bool)
-
-
 def decode_type(shape, dtype, where: str) -> TensorType:
     expect(shape, list, f"{where} shape")
     if len(shape) > MAX_RANK:  # before anything multiplies or parses the dims
@@ -167,80 +164,8 @@ def decode_graph(fields, bodies: list | None = None) -> tuple[Graph, list]:
         graph.updates[name] = take(i, "graph.updates")
     meta = expect(fields.get("meta"), dict, "graph.meta")
     graph.meta = check_meta(check_plain(meta, "graph.meta", GRAPH_FIELDS["meta"]))
-    inputs_tree = graph.meta.get("input_tree")
-    if inputs_tree is not None and not (isinstance(inputs_tree, list) and len(inputs_tree) <= len(graph.inputs)
-                                        and all(_input_tree_ok(t, 0) for t in inputs_tree)
-                                        and _leaves(inputs_tree) <= len(graph.inputs)):
-        fail("graph.meta.input_tree should nest the inputs in lists (0 for a tensor), at most 16 deep")
-    tree = graph.meta.get("output_tree")
-    if tree is not None and not _output_tree_ok(tree, len(graph.outputs) + len(graph.meta.get("none_outputs", [])), 0):
-        fail("graph.meta.output_tree should nest the positions of the outputs in lists (and [\"dict\", keys, "
-             "subtrees]), at most 16 deep")
+    check_call_trees(graph)
     return graph, constants
-
-
-def _input_tree_ok(tree, depth: int) -> bool:
-    if depth > 16:
-        return False
-    if tree == 0 and is_int(tree):
-        return True
-    return isinstance(tree, list) and 0 < len(tree) <= MAX_IO and all(_input_tree_ok(t, depth + 1) for t in tree)
-
-
-def _leaves(tree) -> int:
-    return 1 if not isinstance(tree, list) else sum(_leaves(t) for t in tree)
-
-
-def _output_tree_ok(tree, count: int, depth: int) -> bool:
-    """A tree of output positions (below ``count``), lists and ``["dict", keys, subtrees]``."""
-    if depth > 16:
-        return False
-    if is_int(tree):
-        return 0 <= tree < count
-    if not isinstance(tree, list) or len(tree) > MAX_IO:
-        return False
-    if tree and tree[0] == "dict":
-        return (len(tree) == 3 and isinstance(tree[1], list) and isinstance(tree[2], list)
-                and len(tree[1]) == len(tree[2]) and all(isinstance(k, str) for k in tree[1])
-                and all(_output_tree_ok(t, count, depth + 1) for t in tree[2]))
-    return all(_output_tree_ok(t, count, depth + 1) for t in tree)
-
-
-def check_meta(meta: dict) -> dict:
-    """The graph-meta fields graphc reads back must have the shapes it writes."""
-    passes = meta.get("passes", [])
-    if not isinstance(passes, list) or not all(
-            isinstance(p, dict) and isinstance(p.get("name"), str)
-            and all(is_int(p.get(k)) for k in ("nodes_before", "nodes_after"))
-            for p in passes):
-        fail("graph.meta.passes should be a list of {name, nodes_before, nodes_after}")
-    fixed = meta.get("fixed_batch")
-    if fixed is not None and not (isinstance(fixed, dict) and isinstance(fixed.get("size"), int)
-                                  and isinstance(fixed.get("where"), str)):
-        fail("graph.meta.fixed_batch should be {size, where}")
-    fixed_dims = meta.get("fixed_dims", {})
-    if not (isinstance(fixed_dims, dict) and len(fixed_dims) <= MAX_RANK and all(
-            is_symbol(k) and len(k) <= MAX_DIM_TEXT and isinstance(v, dict) and is_int(v.get("size"))
-            and isinstance(v.get("where"), str) for k, v in fixed_dims.items())):
-        fail("graph.meta.fixed_dims should map symbols to {size, where}")
-    guards = meta.get("guards", {})
-    if not (isinstance(guards, dict) and len(guards) <= MAX_IO and all(
-            isinstance(k, str) and isinstance(v, dict) and type(v.get("value")) in (int, float, bool)
-            and isinstance(v.get("where"), str) for k, v in guards.items())):
-        fail("graph.meta.guards should map input names to {value, where}")
-    hyper = meta.get("hyper_inputs", [])
-    if not isinstance(hyper, list) or not all(isinstance(h, str) for h in hyper):
-        fail("graph.meta.hyper_inputs should be a list of input names")
-    nones = meta.get("none_outputs", [])
-    if not (isinstance(nones, list) and len(nones) <= MAX_IO and all(type(i) is int and i >= 0 for i in nones)
-            and nones == sorted(set(nones))):
-        fail("graph.meta.none_outputs should be an increasing list of output positions")
-    checks = meta.get("verification", [])  # verify="numeric": one record per pass
-    if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("pass"), str) for c in checks):
-        fail("graph.meta.verification should be a list of {pass, dtype, max_abs, max_rel, ...} records")
-    if meta.get("returns", "all") != "all":
-        fail("graph.meta.returns should be 'all' (a compiled step function) or absent")
-    return meta
 
 
 def _decode_values(count: int, entries) -> list:

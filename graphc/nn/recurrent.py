@@ -26,65 +26,15 @@ import math
 from ..core.control_flow import scan
 from ..core.tensor import Tensor
 from ..ir.errors import GraphcError
-from ..ops.creation import cat, stack, zeros_like
+from ..ops.creation import cat, stack
 from . import functional as F
 from . import init
 from .layers import int_at_least
 from .module import Module, Parameter
+from .recurrent_cells import GRUCell, LSTMCell, RNNCell  # noqa: F401  (nn.recurrent's names, as PyTorch's rnn module)
+from .recurrent_cells import check_input, gru_step, lstm_step, place_factory, rnn_step, zero_state
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-
-
-# ---- one recurrent step (shared by the layers' scan bodies and the cells) ----------------------
-def _rnn_step(gi, h, w_hh, b_hh, relu: bool):
-    pre = gi + F.linear(h, w_hh, b_hh)
-    return pre.relu() if relu else pre.tanh()
-
-
-def _lstm_step(gi, state, w_hh, b_hh, w_hr=None):
-    h, c = state
-    gates = gi + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)  # PyTorch's gate order
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
-    return h, c
-
-
-def _gru_step(gi, h, w_hh, b_hh):
-    gh = F.linear(h, w_hh, b_hh)
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (1 - z) * n + z * h
-
-
-def _zeros(like, size: int):
-    """Zeros ``(N, size)`` with ``like``'s batch dim (``like`` is ``(N, k)``): a ``full`` node
-    keeping a symbolic batch dim when traced, never a constant of the example's shape."""
-    return zeros_like(like[:, :1]).expand(like.shape[0], size)
-
-
-def _check_input(name: str, x, size: int, batched_ndim: int):
-    if not isinstance(x, Tensor):
-        raise GraphcError(f"{name}: input must be a Tensor, got {type(x).__name__} (PackedSequence is not supported)")
-    if x.ndim not in (batched_ndim - 1, batched_ndim):
-        raise GraphcError(f"{name}: expected input of {batched_ndim - 1} or {batched_ndim} dims, got shape "
-                          f"{tuple(x.shape)}")
-    if int(x.shape[-1]) != size:
-        raise GraphcError(f"{name}: input.size(-1) must be equal to input_size. Expected {size}, got "
-                          f"{int(x.shape[-1])}")
-
-
-def _place(module, device, dtype) -> None:
-    """PyTorch's factory kwargs: ``dtype`` casts the parameters, ``device`` moves them."""
-    if dtype is not None:
-        module.to(dtype)
-    if device is not None:
-        module.to(device)
 
 
 class RNNBase(Module):
@@ -125,7 +75,7 @@ class RNNBase(Module):
                     shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
                 for name, shape in shapes:  # PyTorch's reset_parameters: all U(-1/sqrt(hidden), 1/sqrt(hidden))
                     self.register_parameter(name, Parameter(init.uniform(shape, bound)))
-        _place(self, device, dtype)
+        place_factory(self, device, dtype)
 
     def flatten_parameters(self) -> None:
         """A no-op (PyTorch compacts cuDNN weights here; graphc has nothing to compact)."""
@@ -142,23 +92,23 @@ class RNNBase(Module):
         mode = self.mode
         if mode == "LSTM":
             def body(carry, g):
-                h, c = _lstm_step(g, carry, w_hh, b_hh, w_hr)
+                h, c = lstm_step(g, carry, w_hh, b_hh, w_hr)
                 return (h, c), h
         elif mode == "GRU":
             def body(carry, g):
-                h = _gru_step(g, carry, w_hh, b_hh)
+                h = gru_step(g, carry, w_hh, b_hh)
                 return h, h
         else:
             relu = mode == "RNN_RELU"
 
             def body(carry, g):
-                h = _rnn_step(g, carry, w_hh, b_hh, relu)
+                h = rnn_step(g, carry, w_hh, b_hh, relu)
                 return h, h
         return scan(body, state, gi, dim=time, reverse=reverse)
 
     def forward(self, input, hx=None):  # noqa: A002 - PyTorch's argument name
         name = type(self).__name__
-        _check_input(name, input, self.input_size, 3)
+        check_input(name, input, self.input_size, 3)
         batched = input.ndim == 3
         is_lstm = self.mode == "LSTM"
         dirs = 2 if self.bidirectional else 1
@@ -168,8 +118,8 @@ class RNNBase(Module):
         time = 1 if self.batch_first else 0
         first = input[:, 0] if self.batch_first else input[0]  # (N, input_size)
         if hx is None:
-            h0 = [_zeros(first, real_hidden) for _ in range(self.num_layers * dirs)]
-            c0 = [_zeros(first, self.hidden_size) for _ in range(self.num_layers * dirs)] if is_lstm else None
+            h0 = [zero_state(first, real_hidden) for _ in range(self.num_layers * dirs)]
+            c0 = [zero_state(first, self.hidden_size) for _ in range(self.num_layers * dirs)] if is_lstm else None
         else:
             if is_lstm:
                 if not isinstance(hx, (tuple, list)) or len(hx) != 2:
@@ -296,115 +246,3 @@ class GRU(RNNBase):
                  device=None, dtype=None, proj_size: int = 0):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          proj_size, device, dtype)  # a proj_size is refused, as PyTorch does
-
-
-# ---- cells -----------------------------------------------------------------------------------------
-class RNNCellBase(Module):
-    """Shared by the cells: ``weight_ih (G*hidden, input)``, ``weight_hh (G*hidden, hidden)``,
-    ``bias_ih``, ``bias_hh``, all U(-1/sqrt(hidden), 1/sqrt(hidden))."""
-
-    gates = 1
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
-        super().__init__()
-        self.input_size = int_at_least("input_size", input_size)
-        self.hidden_size = int_at_least("hidden_size", hidden_size)
-        self.bias = bool(bias)
-        bound, g = 1 / math.sqrt(hidden_size), self.gates * hidden_size
-        self.weight_ih = Parameter(init.uniform((g, input_size), bound))
-        self.weight_hh = Parameter(init.uniform((g, hidden_size), bound))
-        self.bias_ih = Parameter(init.uniform((g,), bound)) if bias else None
-        self.bias_hh = Parameter(init.uniform((g,), bound)) if bias else None
-        _place(self, device, dtype)
-
-    def _prepare(self, input, hx, count: int):
-        """(batched input, [states], batched?) with missing states as zeros."""
-        name = type(self).__name__
-        _check_input(name, input, self.input_size, 2)
-        batched = input.ndim == 2
-        x = input if batched else input.unsqueeze(0)
-        states = [None] * count if hx is None else (list(hx) if count > 1 else [hx])
-        if len(states) != count:
-            raise GraphcError(f"{name}: hx must be a tuple of {count} tensors")
-        out = []
-        for s in states:
-            if s is None:
-                out.append(_zeros(x, self.hidden_size))
-                continue
-            if not isinstance(s, Tensor) or s.ndim != input.ndim:
-                raise GraphcError(f"{name}: expected hidden state of {input.ndim} dims for input of shape "
-                                  f"{tuple(input.shape)}, got "
-                                  f"{tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__}")
-            out.append(s if batched else s.unsqueeze(0))
-        return x, out, batched
-
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if not self.bias:
-            s += ", bias=False"
-        nonlinearity = getattr(self, "nonlinearity", "tanh")
-        return s + (f", nonlinearity={nonlinearity!r}" if nonlinearity != "tanh" else "")
-
-
-class RNNCell(RNNCellBase):
-    """One Elman step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu).
-
-    >>> import graphc as gc
-    >>> from graphc.nn.recurrent import RNNCell
-    >>> RNNCell(3, 4)(gc.randn(2, 3)).shape
-    (2, 4)
-    """
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
-                 device=None, dtype=None):
-        if nonlinearity not in ("tanh", "relu"):
-            raise GraphcError(f"Unknown nonlinearity: {nonlinearity}")
-        super().__init__(input_size, hidden_size, bias, device, dtype)
-        self.nonlinearity = nonlinearity
-
-    def forward(self, input, hx=None):  # noqa: A002
-        x, (h,), batched = self._prepare(input, hx, 1)
-        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
-                      self.nonlinearity == "relu")
-        return h if batched else h.squeeze(0)
-
-
-class LSTMCell(RNNCellBase):
-    """One LSTM step: ``(h', c') = cell(x, (h, c))``, PyTorch's gates i, f, g, o.
-
-    >>> import graphc as gc
-    >>> from graphc.nn.recurrent import LSTMCell
-    >>> h, c = LSTMCell(3, 4)(gc.randn(2, 3))
-    >>> h.shape, c.shape
-    ((2, 4), (2, 4))
-    """
-
-    gates = 4
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, device, dtype)
-
-    def forward(self, input, hx=None):  # noqa: A002
-        x, (h, c), batched = self._prepare(input, hx, 2)
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), (h, c), self.weight_hh, self.bias_hh)
-        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
-
-
-class GRUCell(RNNCellBase):
-    """One GRU step, PyTorch's gates r, z, n: ``h' = (1 - z) * n + z * h``.
-
-    >>> import graphc as gc
-    >>> from graphc.nn.recurrent import GRUCell
-    >>> GRUCell(3, 4)(gc.randn(3)).shape
-    (4,)
-    """
-
-    gates = 3
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, device, dtype)
-
-    def forward(self, input, hx=None):  # noqa: A002
-        x, (h,), batched = self._prepare(input, hx, 1)
-        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
-        return h if batched else h.squeeze(0)
