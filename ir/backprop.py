@@ -115,21 +115,16 @@ def vjp_body(body: Graph, wrt: list, name: str, seeded: list | None = None) -> G
     ['mul', 'mul', 'add']
     """
     out = Graph(name)
-    env = {id(v): out.add_input(Value(v.name, v.type)) for v in body.inputs}
+    for v in body.inputs:
+        out.add_input(Value(v.name, v.type))
     builder = Builder(out)
-    for v in out.inputs:
-        builder.reserve(v.name)
-    forward = []
-    for node in body.nodes:
-        outputs = [Value(builder.fresh_name(), v.type) for v in node.outputs]
-        forward.append(Node(node.op, [env[id(v)] for v in node.inputs], outputs, node.attrs, node.meta))
-        env.update(zip((id(v) for v in node.outputs), outputs))
-    out.nodes = list(forward)
+    results = builder.inline(body, out.inputs)  # the forward, recomputed
+    forward = list(out.nodes)
     cotangents: dict = {}
     for i in differentiable(body.outputs) if seeded is None else seeded:
         ct = out.add_input(Value(out.unique_name(f"ct{i}"), body.outputs[i].type))
         builder.reserve(ct.name)
-        accumulate(builder, cotangents, env[id(body.outputs[i])], ct)
+        accumulate(builder, cotangents, results[i], ct)
     sources = [out.inputs[i] for i in wrt]
     builder.meta = {"pass": "autodiff", "phase": "backward"}
     backpropagate(builder, forward, cotangents, depends_on(forward, sources))

@@ -53,6 +53,15 @@ class Builder:
         self.graph.nodes.append(node)
         return list(outputs)  # a copy: callers may pop from it
 
+    def inline(self, body: Graph, inputs: list) -> list:
+        """Append a copy of ``body``'s nodes reading ``inputs`` (fresh names); returns what it returns."""
+        env = {id(b): v for b, v in zip(body.inputs, inputs)}
+        for node in body.nodes:
+            outputs = [Value(self.fresh_name(), v.type) for v in node.outputs]
+            self.graph.nodes.append(Node(node.op, [env[id(v)] for v in node.inputs], outputs, node.attrs, node.meta))
+            env.update(zip((id(v) for v in node.outputs), outputs))
+        return [env[id(v)] for v in body.outputs]
+
     def emit1(self, op: str, inputs: list, attrs: dict | None = None, meta: dict | None = None) -> Value:
         return self.emit(op, inputs, attrs, meta)[0]
 

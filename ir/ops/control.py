@@ -189,21 +189,11 @@ def _backward_step(step: Graph, init, xs, consts, float_c, float_y, need_k, dim)
     for v in ct_y:
         builder.reserve(v.name)
     k = fresh("const", consts)
-    results = inline(builder, step, [*carry_t, *x_t, *k, *ct_c, *ct_y])
+    results = builder.inline(step, [*carry_t, *x_t, *k, *ct_c, *ct_y])
     n_c, n_k = len(float_c), len(need_k)
     sums = [builder.emit1("add", [a, r]) for a, r in zip(acc, results[n_c:n_c + n_k])]
     g.outputs = [*results[:n_c], *sums, *results[n_c + n_k:]]
     return g
-
-
-def inline(builder, body: Graph, inputs: list) -> list:
-    """Append ``body``'s nodes to the builder's graph reading ``inputs``; returns its outputs."""
-    env = {id(b): v for b, v in zip(body.inputs, inputs)}
-    for node in body.nodes:
-        outputs = [Value(builder.fresh_name(), v.type) for v in node.outputs]
-        builder.graph.nodes.append(Node(node.op, [env[id(v)] for v in node.inputs], outputs, node.attrs, node.meta))
-        env.update(zip((id(v) for v in node.outputs), outputs))
-    return [env[id(v)] for v in body.outputs]
 
 
 register(OpDef(
