@@ -23,7 +23,7 @@ from ..ir.graph import Graph
 from ..ir.registry import get_op
 from .budget import out_of_memory, refuse, value_bytes
 from .kernels import KernelSpec
-from .kernels.base import as_kernel
+from .kernels.base import allocating_step, as_kernel
 from .memory import Buffer, assign_offsets
 
 
@@ -167,23 +167,7 @@ class Program:
                 a, b = ins
                 return lambda env: run(env[a], env[b], out=out)
             return lambda env: run(*[env[i] for i in ins], out=out)
-        if len(outs) == 1:
-            o = outs[0]
-            if len(ins) == 1:
-                a, = ins
-
-                def step(env):
-                    env[o] = run(env[a])
-                return step
-
-            def step(env):
-                env[o] = run(*[env[i] for i in ins])
-            return step
-
-        def step(env):
-            for s, result in zip(outs, run(*[env[i] for i in ins])):
-                env[s] = result
-        return step
+        return allocating_step(run, ins, outs)
 
     def run(self, inputs: list, seconds: list | None = None) -> list:
         """One step. ``seconds`` (one float per node) gets each node's wall time added, the

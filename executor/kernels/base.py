@@ -25,6 +25,28 @@ class Kernel:
         return self.run(*arrays, **kwargs)
 
 
+def allocating_step(run: Callable, ins: tuple, outs: tuple) -> Callable:
+    """``step(env)``: run a kernel that allocates its results and put them in their slots (the
+    one-input case without the argument list: one call per node and step matters)."""
+    if len(outs) == 1:
+        o = outs[0]
+        if len(ins) == 1:
+            a, = ins
+
+            def step(env):
+                env[o] = run(env[a])
+            return step
+
+        def step(env):
+            env[o] = run(*[env[i] for i in ins])
+        return step
+
+    def step(env):
+        for s, result in zip(outs, run(*[env[i] for i in ins])):
+            env[s] = result
+    return step
+
+
 def writes_out(run: Callable, alias_safe: bool = False) -> Kernel:
     return Kernel(run, writes_out=True, alias_safe=alias_safe)
 

@@ -9,7 +9,7 @@ identity branch, a view of a scanned slice) is copied before it leaves the node.
 from __future__ import annotations
 
 from ...ir.ops.control import split_scan, step_type
-from .base import as_kernel
+from .base import allocating_step, as_kernel
 from .custom import batch_of
 
 
@@ -53,17 +53,7 @@ class Body:
                 for s, buffer in zip(outs, buffers):
                     env[s] = buffer
             return step
-        if len(outs) == 1:
-            o = outs[0]
-
-            def step(env):
-                env[o] = run(*[env[i] for i in ins])
-            return step
-
-        def step(env):
-            for s, result in zip(outs, run(*[env[i] for i in ins])):
-                env[s] = result
-        return step
+        return allocating_step(run, tuple(ins), tuple(outs))
 
     def __call__(self, arrays) -> list:
         env = [None] * self.size
