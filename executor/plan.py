@@ -20,7 +20,7 @@ import numpy as np
 from ..ir.errors import NonFiniteError, ShapeError
 from ..ir.graph import Graph
 from ..ir.registry import get_op
-from ..ir.types import BATCH, as_binding, binding_of
+from ..ir.types import BATCH, as_binding, dim_terms
 from .backends import backend_of, get_backend
 from .budget import check_budget, default_budget
 from .plan_meta import flat_call_inputs, nest_outputs
@@ -77,6 +77,10 @@ class Plan:
         self.param_groups = param_groups if param_groups is not None else [{"lr": 0.0} for _ in self.hyper_inputs]
         user_inputs = graph.inputs[:len(graph.inputs) - len(self.hyper_inputs)]
         self.input_names = [v.name for v in user_inputs]
+        # (input, axis, symbol, coefficient) of each user input dim that gives a symbol its size
+        self._symbol_dims = [(i, axis, powers[0][0], coef) for i, v in enumerate(user_inputs)
+                             for axis, (coef, powers) in enumerate(map(dim_terms, v.type.shape))
+                             if len(powers) == 1 and powers[0][1] == 1 and coef]
         self.output_names = list(graph.output_names) or [v.name for v in graph.outputs]
         self.metadata: dict = {}  # free-form plain data saved with the plan
         # Learning-rate schedulers driving param_groups; a training plan saves their state. Loaded
@@ -179,8 +183,11 @@ class Plan:
             names = ", ".join(self.input_names)
             raise ShapeError(f"plan takes {len(expected)} input(s) ({names}), got {len(inputs)}")
         arrays = [self._as_array(a, v.name) for a, v in zip(inputs, expected)]
-        sizes = binding_of([v.type.shape for v in expected if v.type.rank],
-                           [a.shape for a, v in zip(arrays, expected) if v.type.rank])
+        sizes = {}
+        for index, axis, symbol, coef in self._symbol_dims:  # read once per plan, not parsed per call
+            shape = arrays[index].shape
+            if axis < len(shape):
+                sizes.setdefault(symbol, shape[axis] // coef)
         batch = sizes.pop(BATCH, None)
         self._check_fixed(sizes)
         fixed = self.graph.meta.get("fixed_batch")
