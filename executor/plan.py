@@ -23,7 +23,7 @@ from ..ir.registry import get_op
 from ..ir.types import BATCH, as_binding, dim_terms
 from .backends import backend_of, get_backend
 from .budget import check_budget, default_budget
-from .plan_meta import flat_call_inputs, nest_outputs
+from .plan_meta import describe_array, flat_call_inputs, nest_outputs, tensor_array
 from .program import Program
 
 
@@ -66,6 +66,9 @@ class Plan:
         self._collective = "collective" in effects  # data-parallel: save() is a collective call too
         self._none_outputs = tuple(graph.meta.get("none_outputs", ()))  # the traced function returned None there
         self._returns_all = graph.meta.get("returns") == "all"  # a compiled step function: what it returned
+        self._gradients = list(graph.meta.get("gradients", []))  # {param, accumulates} per trailing output
+        self.gradients: dict = {}  # the last call's gradients, by state name (see _take_gradients)
+        self.on_gradients = None  # called with them after each call
         self._last_batch = None
         self._expected: dict[int, list] = {}
         # a plan specialised on Python numbers (graph.meta["guards"]) builds another for other values
@@ -109,6 +112,8 @@ class Plan:
         if named:
             inputs = self._inputs_by_name(inputs, named)
         outputs = self.run(self.flat_inputs(inputs))
+        if self._gradients:
+            outputs = self._take_gradients(outputs)
         for position in self._none_outputs:
             outputs.insert(position, None)
         tree = self.graph.meta.get("output_tree")
@@ -120,6 +125,18 @@ class Plan:
                 return loss
             return loss, (model_outputs[0] if len(model_outputs) == 1 else tuple(model_outputs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _take_gradients(self, outputs: list) -> list:
+        """A function that only differentiates (an L-BFGS closure) returns its parameters'
+        gradients after its own outputs: keep them in ``self.gradients`` (state name -> array)
+        and hand them to ``on_gradients`` (set by ``gc.compile``: it puts them on the
+        parameters' ``.grad``); return the function's own outputs."""
+        count = len(self._gradients)
+        own, grads = outputs[:-count], outputs[-count:]
+        self.gradients = {entry["param"]: grad.copy() for entry, grad in zip(self._gradients, grads)}
+        if self.on_gradients is not None:
+            self.on_gradients(self.gradients)
+        return own
 
     def flat_inputs(self, inputs) -> list:
         """The call's inputs as the plan's inputs: a tuple among the traced function's inputs
@@ -208,7 +225,7 @@ class Plan:
                 bound = ", ".join(f"{k}={n}" for k, n in as_binding(batch).items())
                 shown = str(v.type) + (f" ({bound})" if not v.type.is_static else "")
                 hint = f" (cast it: .astype(np.{dtype.name}))" if a.shape == shape else ""
-                raise ShapeError(f"input {v.name!r}: expected {shown}, got {_describe(a)}{hint}")
+                raise ShapeError(f"input {v.name!r}: expected {shown}, got {describe_array(a)}{hint}")
         return arrays, batch
 
     def _specialised_for(self, inputs: list):
@@ -245,7 +262,7 @@ class Plan:
     def _as_array(self, data, name):
         if isinstance(data, self.backend.xp.ndarray):
             return data
-        backing = _tensor_array(data)
+        backing = tensor_array(data)
         if backing is not None:  # an eager gc.Tensor: its own array, copied only across devices
             if isinstance(backing, self.backend.xp.ndarray):
                 return backing
@@ -369,27 +386,3 @@ def plan_from_bytes(data, device="cpu", memory_budget: int | None = None) -> Pla
     from .serialize import read_plan_bytes
 
     return Plan.from_parts(read_plan_bytes(data), device, memory_budget)
-
-
-def _tensor_array(data):
-    """The array behind an eager ``gc.Tensor`` (numpy or cupy), else None. The executor does
-    not import graphc's user API (the layering), so the Tensor is known by its type and its
-    documented ``array`` attribute: reading it directly keeps a cupy-backed Tensor on its GPU,
-    where ``np.asarray(tensor)`` would copy it to the host and back. A traced Tensor (no
-    array) falls through to ``__array__``, which explains why it cannot be a plan input."""
-    kind = type(data)
-    if not any(k.__name__ == "Tensor" and k.__module__ == "graphc.core.tensor" for k in kind.__mro__):
-        return None
-    backing = getattr(data, "array", None)
-    return backing if hasattr(backing, "shape") and hasattr(backing, "dtype") else None
-
-
-def _describe(a) -> str:
-    from ..ir.types import DType
-
-    try:
-        dtype = DType.from_any(a.dtype).short
-    except Exception:
-        dtype = str(a.dtype)
-    return f"{dtype}[{','.join(str(d) for d in a.shape)}]"
-

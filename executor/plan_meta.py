@@ -1,6 +1,6 @@
 """The graph-meta fields a plan file carries, checked as plain data before graphc reads them:
 pass records, pinned sizes (``fixed_batch``, ``fixed_dims``), guards on Python-number inputs,
-and the trees that nest a call's inputs and outputs."""
+the trees that nest a call's inputs and outputs; and how a call's arrays are read and described."""
 from __future__ import annotations
 
 from ..ir.errors import ShapeError
@@ -21,8 +21,11 @@ def check_call_trees(graph) -> None:
                                    and all(_input_tree_ok(t, 0) for t in inputs)
                                    and _leaves(inputs) <= len(graph.inputs)):
         fail("graph.meta.input_tree should nest the inputs in lists (0 for a tensor), at most 16 deep")
+    gradients = len(graph.meta.get("gradients", []))  # trailing outputs the plan keeps (plan._take_gradients)
+    if gradients >= len(graph.outputs) > 0:
+        fail("graph.meta.gradients names more gradients than the graph has outputs besides the function's own")
     outputs = graph.meta.get("output_tree")
-    count = len(graph.outputs) + len(graph.meta.get("none_outputs", []))
+    count = len(graph.outputs) - gradients + len(graph.meta.get("none_outputs", []))
     if outputs is not None and not _output_tree_ok(outputs, count, 0):
         fail("graph.meta.output_tree should nest the positions of the outputs in lists (and [\"dict\", keys, "
              "subtrees]), at most 16 deep")
@@ -87,6 +90,11 @@ def check_meta(meta: dict) -> dict:
     checks = meta.get("verification", [])  # verify="numeric": one record per pass
     if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("pass"), str) for c in checks):
         fail("graph.meta.verification should be a list of {pass, dtype, max_abs, max_rel, ...} records")
+    gradients = meta.get("gradients", [])
+    if not isinstance(gradients, list) or not all(
+            isinstance(g, dict) and isinstance(g.get("param"), str) and isinstance(g.get("accumulates"), bool)
+            for g in gradients):
+        fail("graph.meta.gradients should be a list of {param, accumulates}")
     if meta.get("returns", "all") != "all":
         fail("graph.meta.returns should be 'all' (a compiled step function) or absent")
     return meta
@@ -119,3 +127,27 @@ def flat_call_inputs(tree, inputs) -> list:
     for index, (t, item) in enumerate(zip(tree, inputs)):
         walk(t, item, str(index))
     return out
+
+
+def tensor_array(data):
+    """The array behind an eager ``gc.Tensor`` (numpy or cupy), else None. The executor does
+    not import graphc's user API (the layering), so the Tensor is known by its type and its
+    documented ``array`` attribute: reading it directly keeps a cupy-backed Tensor on its GPU,
+    where ``np.asarray(tensor)`` would copy it to the host and back. A traced Tensor (no
+    array) falls through to ``__array__``, which explains why it cannot be a plan input."""
+    kind = type(data)
+    if not any(k.__name__ == "Tensor" and k.__module__ == "graphc.core.tensor" for k in kind.__mro__):
+        return None
+    backing = getattr(data, "array", None)
+    return backing if hasattr(backing, "shape") and hasattr(backing, "dtype") else None
+
+
+def describe_array(a) -> str:
+    from ..ir.types import DType
+
+    try:
+        dtype = DType.from_any(a.dtype).short
+    except Exception:
+        dtype = str(a.dtype)
+    return f"{dtype}[{','.join(str(d) for d in a.shape)}]"
+

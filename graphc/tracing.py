@@ -16,6 +16,7 @@ from .core.tensor import Tensor
 from .branching import trace_both_ways
 from .core.tracer import Tracer, active, input_names
 from .core.traced_scalars import traced_number
+from .core.step_trace import gradient_outputs
 
 
 def _example_array(x, index):
@@ -111,6 +112,11 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
         tracer.graph.meta["none_outputs"] = none_at
     tracer.graph.output_names = [f"output{i}" if len(outputs) > 1 else "output"
                                  for i, out in enumerate(outputs) if out is not None]
+    gradients = gradient_outputs(tracer)  # an L-BFGS closure: the plan sets the parameters' .grad
+    if gradients:
+        tracer.graph.outputs += [grad._value for _, grad, _ in gradients]
+        tracer.graph.output_names += [f"grad.{name}" for name, _, _ in gradients]
+        tracer.graph.meta["gradients"] = [{"param": name, "accumulates": acc} for name, _, acc in gradients]
     return tracer.graph, tracer
 
 

@@ -121,4 +121,21 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
                 param_groups=optimizer.param_groups if optimizer is not None else None, memory_budget=memory_budget)
     if optimizer is not None:
         _attach(optimizer, plan, tracer)
+    if graph.meta.get("gradients"):
+        plan.on_gradients = _gradient_writer(graph.meta["gradients"], tracer.state_tensors, plan.backend)
     return plan
+
+
+def _gradient_writer(entries: list, params: dict, backend):
+    """What a plan of a function that only differentiates (an L-BFGS closure) does with each
+    call's gradients: put them on the parameters' ``.grad``, as the function's ``backward()``
+    does eagerly (adding to the caller's ``.grad`` unless the function zeroed or cleared it)."""
+    from .core.tensor import Tensor
+
+    def write(gradients: dict) -> None:
+        for entry in entries:
+            param, grad = params[entry["param"]], gradients[entry["param"]]
+            if entry["accumulates"] and param.grad is not None:
+                grad = backend.asarray(param.grad.array) + grad
+            param.grad = Tensor(grad)
+    return write

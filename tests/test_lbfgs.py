@@ -17,7 +17,8 @@ curved valley amplifies them about 50x per step); RTOL = 1e-6 leaves room and st
 any formula difference (those show up at 1e-3 or more). The evaluation counts must be equal:
 they count the same branches taken.
 
-Then, without PyTorch: a traced ``step`` and ``gc.compile(optimizer=LBFGS)`` are refused,
+Then, without PyTorch: a compiled closure (``gc.compile(closure, ())``) takes the eager
+closure's path; a traced ``step`` and ``gc.compile(optimizer=LBFGS)`` are refused,
 ``state_dict``/``load_state_dict`` resume exactly, and the constructor's checks.
 """
 from __future__ import annotations
@@ -90,20 +91,22 @@ CASES = {
 }
 
 
-def run_graphc(problem, kwargs, steps=STEPS):
+def run_graphc(problem, kwargs, steps=STEPS, compiled=False):
     make, loss_of = PROBLEMS[problem]
     data, start = make()
-    params = [nn.Parameter(gc.tensor(a.copy())) for a in start]
+    params = nn.ParameterList([nn.Parameter(gc.tensor(a.copy())) for a in start])
     data = {k: gc.tensor(v) for k, v in data.items()}
     opt = LBFGS(params, **kwargs)
 
     def closure():
         opt.zero_grad()
-        loss = loss_of(params, data, {"tanh": gc.tanh})
+        loss = loss_of(list(params), data, {"tanh": gc.tanh})
         loss.backward()
         return loss
 
-    return trajectory(opt, closure, params, lambda p: p.numpy().copy(), opt.state, steps)
+    if compiled:  # traced once; the plan puts each call's gradients on the parameters' .grad
+        closure = gc.compile(closure, ())
+    return trajectory(opt, closure, list(params), lambda p: p.numpy().copy(), opt.state, steps)
 
 
 def run_torch(problem, kwargs, steps=STEPS):
@@ -162,6 +165,18 @@ def test_matches_torch(case, torch_ref):
             np.testing.assert_allclose(got[key], want[key], rtol=RTOL, atol=ATOL, err_msg=key)
     # the problem was actually being solved: the loss went down
     assert float(got[f"loss{STEPS - 1}"]) < float(got["loss0"])
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_compiled_closure_takes_the_same_path(case):
+    """``opt.step(gc.compile(closure, ()))``: the plan computes the loss and the gradients; the
+    step, eager, sees the same numbers (float64, the same ops in the same order) as with the
+    eager closure, which matches PyTorch (test_matches_torch), so the same branches are taken."""
+    problem, kwargs = CASES[case]
+    eager, compiled = run_graphc(problem, kwargs), run_graphc(problem, kwargs, compiled=True)
+    assert sorted(eager) == sorted(compiled)
+    for key in sorted(eager):
+        np.testing.assert_allclose(compiled[key], eager[key], rtol=1e-12, atol=0, err_msg=key)
 
 
 # ---- eager only ---------------------------------------------------------------------------------

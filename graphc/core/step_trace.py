@@ -9,7 +9,11 @@ The function runs once on symbolic tensors, as any traced function, with three a
   then its ``autodiff`` step replaces every placeholder by the gradient the autodiff pass
   derives, placed right after the loss (passes/training.py);
 - ``optimizer.step()`` appends the optimizer's update ops (passes/optimizers.py) reading the
-  symbolic ``.grad`` values, whatever the function did to them (clipping, accumulation).
+  symbolic ``.grad`` values, whatever the function did to them (clipping, accumulation);
+- a function that calls ``backward()`` but neither steps an optimizer nor updates a parameter
+  (an L-BFGS closure) returns the parameters' final ``.grad`` values as extra plan outputs
+  (``graph.meta["gradients"]``), which the plan puts on the parameters after each call:
+  replacing their ``.grad`` when the function zeroed or cleared it, adding to it otherwise.
 
 The parameters' eager ``.grad`` values are put back afterwards: tracing changes no gradient.
 The trace calls these (``Tracer.backward``, ``Tracer.optimizer_step``): ``loss.backward()`` and
@@ -64,6 +68,24 @@ def traced_backward(tensor, gradient=None, retain_graph=None, create_graph=False
         meta["placeholders"].append({"value": value.name, "param": name, "loss": loss.name})
         grad = Tensor(_value=value, _tracer=tracer)
         param.grad = grad if param.grad is None else param.grad + grad  # accumulates, as eager backward()
+
+
+def gradient_outputs(tracer) -> list:
+    """``(state name, traced .grad, accumulates)`` for each parameter whose gradient a function
+    that only differentiates (no ``optimizer.step()``, no parameter written) leaves in
+    ``.grad``; ``accumulates``: the function never zeroed or cleared it, so, as eagerly, the
+    plan's gradient adds to what the caller's ``.grad`` held."""
+    from .tensor import Tensor
+
+    meta = tracer.graph.meta.get(TRAINING)
+    if not meta or meta["stepped"] or tracer.updated_params:
+        return []
+    found = []
+    for name, param in tracer.state_tensors.items():
+        grad = param.grad
+        if isinstance(grad, Tensor) and grad._tracer is tracer:
+            found.append((name, grad, id(param) not in tracer.grads_reset))
+    return found
 
 
 def _differentiable_params(tracer, loss) -> list:

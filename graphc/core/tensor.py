@@ -240,8 +240,12 @@ class Tensor:
     def grad(self, value):
         if self._origin is not None:
             self._origin.grad = value
-        else:
-            self._grad = value
+            return
+        if value is None:
+            from .tracer import note_gradient_reset
+
+            note_gradient_reset(self)
+        self._grad = value
 
     @property
     def is_leaf(self) -> bool:

@@ -45,6 +45,14 @@ def current_tracer():
     return stack[-1] if stack else None
 
 
+def note_gradient_reset(param) -> None:
+    """Inside a compiled function, ``param.grad = None`` or zeroing it means the plan's gradient
+    replaces the caller's ``.grad`` instead of adding to it (graphc/core/step_trace.py)."""
+    tracer = current_tracer()
+    if tracer is not None:
+        tracer.grads_reset.add(id(param))
+
+
 class EagerTrace:
     """The bottom of the trace stack: actions run now. A traced action goes to the trace in
     hand (a tensor's own, or the current one), which does it its way: no caller tests for a
@@ -105,6 +113,7 @@ class Tracer:
         self.no_grad_values: set = set()  # ids of values recorded inside gc.no_grad()
         self._stopped: dict = {}  # id(value) -> its stop_gradient, made when grad mode reads it
         self.optimizer = None  # the optimizer a traced optimizer.step() ran
+        self.grads_reset: set = set()  # ids of parameters whose .grad the step set to None or zeroed
         self.scope: list = []
         self.batch_size = None
         self.sizes: dict = {}  # example size of each declared symbolic dim other than N

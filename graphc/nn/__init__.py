@@ -2,7 +2,7 @@
 from . import functional, init, parallel, utils
 from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
                          Softplus, Tanh)
-from .containers import Identity, ModuleDict, ModuleList, Sequential
+from .containers import Identity, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import (AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, Dropout, Dropout2d, Embedding, Flatten, Linear,
                      MaxPool2d, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
@@ -19,7 +19,7 @@ __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
     "CrossEntropyLoss", "Dropout", "Dropout2d", "ELU", "Embedding", "Flatten", "GELU", "GroupNorm", "Hardswish",
     "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
-    "ModuleDict", "ModuleList", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
+    "ModuleDict", "ModuleList", "Parameter", "ParameterDict", "ParameterList", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
     "SyncBatchNorm", "Tanh", "Unflatten", "functional", "init", "parallel", "utils",
     # recurrent and attention
     "GRU", "GRUCell", "LSTM", "LSTMCell", "MultiheadAttention", "RNN", "RNNCell", "Transformer",

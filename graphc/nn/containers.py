@@ -1,11 +1,11 @@
-"""Containers: Sequential, ModuleList, ModuleDict, Identity."""
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Identity."""
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
 
 from ..ir.errors import GraphcError
-from .module import Module
+from .module import Module, Parameter
 
 
 class Sequential(Module):
@@ -141,6 +141,94 @@ class ModuleDict(Module):
 
     def forward(self, *args):
         raise GraphcError("ModuleDict is not callable; pick a module by key in your forward()")
+
+
+class ParameterList(Module):
+    """A list of parameters registered as ``0``, ``1``, ... (``params.0``); reading an item
+    goes through the module, so a compiled function sees the traced parameter.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> params = nn.ParameterList([nn.Parameter(gc.ones(2)), nn.Parameter(gc.zeros(3))])
+    >>> len(params), [k for k, _ in params.named_parameters()], tuple(params[-1].shape)
+    (2, ['0', '1'], (3,))
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        for value in values or []:
+            self.append(value)
+
+    def append(self, value) -> "ParameterList":
+        self.register_parameter(str(len(self)), value if isinstance(value, Parameter) else Parameter(value))
+        return self
+
+    def extend(self, values) -> "ParameterList":
+        for value in values:
+            self.append(value)
+        return self
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return ParameterList([self[i] for i in range(len(self))[index]])
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} is out of range for a ParameterList of {len(self)}")
+        return getattr(self, str(index % len(self)))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def forward(self, *args):
+        raise GraphcError("ParameterList is not callable; iterate over it in your forward()")
+
+
+class ParameterDict(Module):
+    """A dict of parameters registered under their keys, in insertion order.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> table = nn.ParameterDict({"scale": nn.Parameter(gc.ones(2))})
+    >>> list(table), "scale" in table, tuple(table["scale"].shape)
+    (['scale'], True, (2,))
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        items = parameters.items() if isinstance(parameters, Mapping) else (parameters or [])
+        for key, value in items:
+            self[key] = value
+
+    def __getitem__(self, key: str):
+        if key not in self._parameters:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(list(self._parameters))
+
+    def __contains__(self, key) -> bool:
+        return key in self._parameters
+
+    def keys(self):
+        return list(self._parameters)
+
+    def items(self):
+        return [(k, self[k]) for k in self._parameters]
+
+    def values(self):
+        return [self[k] for k in self._parameters]
+
+    def forward(self, *args):
+        raise GraphcError("ParameterDict is not callable; read its parameters in your forward()")
 
 
 class Identity(Module):

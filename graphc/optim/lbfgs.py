@@ -5,8 +5,11 @@ Unlike the other optimizers its update is not a graph of ops: the number of clos
 the line search's bracketing and the history's length all depend on the values computed, so
 ``step`` runs eagerly, on the parameters' arrays flattened into one vector (as PyTorch's
 ``_gather_flat_grad``), with PyTorch's formulas, state and termination checks in the same
-order, so that the same closure from the same start takes the same path. It cannot be part of
-a compiled plan (``gc.compile(optimizer=)`` or a traced ``step()``): both raise GraphcError.
+order, so that the same closure from the same start takes the same path. The step itself
+cannot be part of a compiled plan (``gc.compile(optimizer=)`` or a traced ``step()``: both
+raise GraphcError), but the closure can: ``opt.step(gc.compile(closure, ()))`` runs the loss
+and its gradients as one plan per evaluation (the plan puts them on the parameters' ``.grad``,
+graphc/core/step_trace.py) and takes the same path as the eager closure.
 
 The state lives where PyTorch keeps it, under the first parameter (``state_dict()["state"][0]``):
 ``func_evals``, ``n_iter``, ``d``, ``t``, ``old_dirs``, ``old_stps``, ``ro``, ``H_diag``,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir.errors import GraphcError
 from ..core.tensor import Tensor
-from ..core.tracer import current_trace
+from ..core.tracer import current_trace, note_gradient_reset
 from ..core.source import user_source
 
 # Group keys that are not compiled into the plan: the learning rate (a plan input) and the
@@ -249,12 +249,11 @@ class Optimizer:
 def zero_grads(params, set_to_none: bool = True) -> None:
     """``.grad = None`` for each parameter, or zeros in place (symbolic zeros while tracing)."""
     for p in params:
-        if p.grad is None:
-            continue
-        if set_to_none:
-            p.grad = None
+        if set_to_none or p.grad is None:
+            p.grad = None  # (inside a trace it also records that the step starts the gradient afresh)
         else:
             p.grad.zero_()  # inside a trace, the traced gradient becomes zeros
+            note_gradient_reset(p)
 
 
 class SGD(Optimizer):
