@@ -273,7 +273,18 @@ def _unary_table():
         samples = _unary_samples(fn, nz, [S([ints(-5, 6, 3, 4)], ew(fn), "int64", grad=False)])
         t[op] = OpInfo(op, samples, torch_unary(op))  # torch.neg, torch.abs, ...: namesakes
     t.update(_rounding_table())
+    t.update(_trig_table())
     return list(t.values())
+
+
+def _trig_table() -> dict:
+    """sin, cos: inputs from their own generator (the table's draws, and so every other
+    sample, stay as they were), over several periods, both signs."""
+    rng = np.random.default_rng(7)
+
+    def gen(shape, dt):
+        return rng.uniform(-7.0, 7.0, shape).astype(dt)
+    return {op: OpInfo(op, _unary_samples(fn, gen), torch_unary(op)) for op, fn in (("sin", np.sin), ("cos", np.cos))}
 
 
 def _rounding_table() -> dict:

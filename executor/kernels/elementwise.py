@@ -320,6 +320,7 @@ KERNELS = {
     "neg": _ufunc("negative"), "abs": _ufunc("abs"), "sign": _sign, "exp": _ufunc("exp"),
     "floor": _rounding("floor"), "ceil": _rounding("ceil"), "round": _rounding("rint"), "trunc": _rounding("trunc"),
     "log": _ufunc("log"), "log1p": _ufunc("log1p"), "sqrt": _ufunc("sqrt"), "tanh": _ufunc("tanh"),
+    "sin": _ufunc("sin"), "cos": _ufunc("cos"),
     "logical_not": _ufunc("logical_not"), "relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid,
     "leaky_relu": _leaky_relu, "hardtanh": _hardtanh, "erf": _erf,
     "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"), "div": _div,

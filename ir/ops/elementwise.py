@@ -127,6 +127,8 @@ _UNARY = {
     "tanh": (_to_float, lambda b, x, y, g: b.emit1("tanh_grad", [g, y])),
     "sigmoid": (_to_float, lambda b, x, y, g: b.emit1("sigmoid_grad", [g, y])),
     "erf": (_to_float, lambda b, x, y, g: _erf_grad(b, x, g)),
+    "sin": (_to_float, lambda b, x, y, g: b.emit1("mul", [g, b.emit1("cos", [x])])),
+    "cos": (_to_float, lambda b, x, y, g: b.emit1("neg", [b.emit1("mul", [g, b.emit1("sin", [x])])])),
     # rounding: integers pass through and bools are refused, as PyTorch's; the gradient is zero
     # almost everywhere (PyTorch's is zero everywhere)
     "floor": (_numeric("floor"), lambda b, x, y, g: None),
