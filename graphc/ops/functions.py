@@ -32,6 +32,8 @@ log1p = _unary("log1p", "Elementwise log(1 + x), accurate for small x.")
 sqrt = _unary("sqrt", "Elementwise square root.")
 rsqrt = _unary("rsqrt", "Elementwise 1 / sqrt(x).")
 tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
+sin = _unary("sin", "Elementwise sine (radians).")
+cos = _unary("cos", "Elementwise cosine (radians).")
 sigmoid = _unary("sigmoid", "Elementwise 1 / (1 + exp(-x)), stable for both signs.")
 abs = _unary("abs", "Elementwise absolute value.")  # noqa: A001 - PyTorch's name
 sign = _unary("sign", "Elementwise sign (-1, 0 or 1).")
@@ -89,6 +91,22 @@ def mm(input, mat2):
         from ..ir.errors import ShapeError
 
         raise ShapeError(f"mm takes two 2-d tensors, got {input.ndim}-d and {mat2.ndim}-d (use matmul to broadcast)")
+    return matmul(input, mat2)
+
+
+@torchsymbol(functional=False)
+def bmm(input, mat2):
+    """Batched matrix product of two 3-d tensors, ``(b, n, m) @ (b, m, p) -> (b, n, p)``
+    (``torch.bmm``: no broadcasting of the batch dim).
+
+    >>> import graphc as gc
+    >>> gc.bmm(gc.ones(2, 1, 3), gc.ones(2, 3, 4)).shape
+    (2, 1, 4)
+    """
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise ShapeError(f"bmm takes two 3-d tensors, got {input.ndim}-d and {mat2.ndim}-d (use matmul to broadcast)")
+    if input.shape[0] != mat2.shape[0] and all(isinstance(t.shape[0], int) for t in (input, mat2)):
+        raise ShapeError(f"bmm: batch sizes differ, {input.shape[0]} and {mat2.shape[0]}")
     return matmul(input, mat2)
 
 

@@ -11,7 +11,8 @@ import numpy as np
 from collections import namedtuple
 
 from ..core.dispatch import apply
-from ..ir.errors import ShapeError
+from ..ir.errors import ShapeError, TraceError
+from ..ir.types import is_static
 from .surface import torchsymbol
 from ..core.tensor import Tensor
 
@@ -134,3 +135,43 @@ def argmin(input, dim=None, keepdim=False):
     if input.dtype.name == "uint8":
         input = input.long()  # -x wraps around in uint8
     return argmax(-input, dim, keepdim)
+
+
+TopKResult = namedtuple("TopKResult", ["values", "indices"])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
+    """The ``k`` largest elements along ``dim`` (the smallest with ``largest=False``) and their
+    indices, as ``(values, indices)``, largest first (``sorted=False`` gives the same order, as
+    PyTorch on CPU may). A composite: ``k`` rounds of argmax, each masking out the element it
+    took (the first one at ties, as argmax), so the values' gradient reaches exactly the
+    chosen elements, as PyTorch's. The dim must be static (not a traced batch dim).
+
+    >>> import graphc as gc
+    >>> values, indices = gc.tensor([[1.0, 5.0, 3.0], [7.0, 2.0, 9.0]]).topk(2)
+    >>> values.numpy().tolist(), indices.numpy().tolist()
+    ([[5.0, 3.0], [9.0, 7.0]], [[1, 2], [2, 0]])
+    """
+    from .creation import arange, cat  # creation imports the tensor module's neighbours; kept local
+
+    if input.ndim == 0 or not -input.ndim <= dim < input.ndim:
+        raise ShapeError(f"topk: dim {dim} is out of range for a rank-{input.ndim} tensor")
+    dim %= input.ndim
+    if not is_static(input.dims[dim]):
+        raise TraceError(f"topk along a symbolic dim ({input.dims[dim]}) of a traced tensor: the positions it "
+                         "masks need the dim's size; take topk along a static dim", input._tracer.user_location())
+    size = int(input.shape[dim])
+    if not 1 <= k <= size:
+        raise ShapeError(f"topk: k = {k} is out of range for a dim of size {size} (graphc takes 1 <= k <= size)")
+    work = input if largest else _flip(input)
+    lowest = float("-inf") if input.dtype.is_float else int(np.iinfo(input.dtype.numpy).min)
+    positions = arange(size).reshape(*[size if d == dim else 1 for d in range(input.ndim)])
+    values, indices = [], []
+    for _ in range(k):
+        index = argmax(work, dim, keepdim=True)
+        chosen = apply("eq", [positions, index])
+        values.append(apply("sum", [apply("where", [chosen, input, 0])], {"dims": (dim,), "keepdim": True}))
+        indices.append(index)
+        work = apply("where", [chosen, lowest, work])
+    return TopKResult(cat(values, dim), cat(indices, dim))
