@@ -132,3 +132,18 @@ def vjp_body(body: Graph, wrt: list, name: str, seeded: list | None = None) -> G
     needed = reaches(out.nodes, out.outputs)
     out.nodes = [n for n in out.nodes if any(id(v) in needed for v in n.outputs)]
     return out
+
+
+def hoist_constants(builder: Builder, bodies: list) -> list:
+    """Bodies read only their inputs (a plan file's bodies hold no constants), but a vjp rule
+    inside :func:`vjp_body` may make one (``where``'s scalar zero). Each such constant becomes
+    a constant of the graph ``builder`` builds, passed to every body in ``bodies`` as a
+    trailing input (unused by the others, whose inputs must line up). Returns those values."""
+    outer = []
+    for body in bodies:
+        for name, value in list(body.constants.items()):
+            outer.append(builder.constant(body.constant_data.pop(name), value.type.dtype))
+            del body.constants[name]
+            for other in bodies:  # the constant's own Value becomes its body's input: no node changes
+                other.add_input(value if other is body else Value(other.unique_name(name), value.type))
+    return outer

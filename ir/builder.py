@@ -54,8 +54,11 @@ class Builder:
         return list(outputs)  # a copy: callers may pop from it
 
     def inline(self, body: Graph, inputs: list) -> list:
-        """Append a copy of ``body``'s nodes reading ``inputs`` (fresh names); returns what it returns."""
+        """Append a copy of ``body``'s nodes reading ``inputs`` (fresh names); returns what it
+        returns. The body's constants (a vjp rule's scalar zero) become constants here."""
         env = {id(b): v for b, v in zip(body.inputs, inputs)}
+        for name, value in body.constants.items():
+            env[id(value)] = self.constant(body.constant_data[name], value.type.dtype)
         for node in body.nodes:
             outputs = [Value(self.fresh_name(), v.type) for v in node.outputs]
             self.graph.nodes.append(Node(node.op, [env[id(v)] for v in node.inputs], outputs, node.attrs, node.meta))

@@ -26,13 +26,15 @@ import math
 from ..core.control_flow import scan
 from ..core.tensor import Tensor
 from ..ir.errors import GraphcError
-from ..ops.creation import cat, stack
+from ..ops.creation import cat, stack, zeros_like
+from ..ops.functions import where
 from . import functional as F
 from . import init
 from .layers import int_at_least
 from .module import Module, Parameter
 from .recurrent_cells import GRUCell, LSTMCell, RNNCell  # noqa: F401  (nn.recurrent's names, as PyTorch's rnn module)
 from .recurrent_cells import check_input, gru_step, lstm_step, place_factory, rnn_step, zero_state
+from .utils.rnn import PackedSequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -85,38 +87,54 @@ class RNNBase(Module):
         return (get("weight_ih"), get("weight_hh"), get("bias_ih") if self.bias else None,
                 get("bias_hh") if self.bias else None, get("weight_hr") if self.proj_size else None)
 
-    def _run_direction(self, xs, state, layer: int, reverse: bool, time: int):
-        """One scan over ``xs`` (time on dim ``time``): returns (final state, outputs)."""
+    def _run_direction(self, xs, state, layer: int, reverse: bool, time: int, mask=None):
+        """One scan over ``xs`` (time on dim ``time``): returns (final state, outputs). With a
+        ``mask`` (``(T, N, 1)`` bool, packed input) the state holds still past each sequence's
+        end and the outputs are zero there, so a reverse scan starts at each sequence's end."""
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, "_reverse" if reverse else "")
         gi = F.linear(xs, w_ih, b_ih)  # every step's input projection at once
-        mode = self.mode
-        if mode == "LSTM":
-            def body(carry, g):
-                h, c = lstm_step(g, carry, w_hh, b_hh, w_hr)
-                return (h, c), h
-        elif mode == "GRU":
-            def body(carry, g):
-                h = gru_step(g, carry, w_hh, b_hh)
-                return h, h
-        else:
-            relu = mode == "RNN_RELU"
+        mode, relu = self.mode, self.mode == "RNN_RELU"
 
+        def step(carry, g):
+            if mode == "LSTM":
+                return lstm_step(g, carry, w_hh, b_hh, w_hr)
+            if mode == "GRU":
+                return gru_step(g, carry, w_hh, b_hh)
+            return rnn_step(g, carry, w_hh, b_hh, relu)
+
+        def output(new):
+            return new[0] if mode == "LSTM" else new
+
+        if mask is None:
             def body(carry, g):
-                h = rnn_step(g, carry, w_hh, b_hh, relu)
-                return h, h
-        return scan(body, state, gi, dim=time, reverse=reverse)
+                new = step(carry, g)
+                return new, output(new)
+            return scan(body, state, gi, dim=time, reverse=reverse)
+
+        def masked_body(carry, inputs):
+            g, inside = inputs
+            new = step(carry, g)
+            kept = tuple(where(inside, n, old) for n, old in zip(new, carry)) if mode == "LSTM" else \
+                where(inside, new, carry)
+            return kept, where(inside, output(new), zeros_like(output(new)))
+        return scan(masked_body, state, (gi, mask), dim=time, reverse=reverse)
 
     def forward(self, input, hx=None):  # noqa: A002 - PyTorch's argument name
         name = type(self).__name__
+        packed = input if isinstance(input, PackedSequence) else None
+        if packed is not None:  # time-major padded, masked per sequence (graphc/nn/utils/rnn.py)
+            input = packed.padded
         check_input(name, input, self.input_size, 3)
         batched = input.ndim == 3
+        mask = packed.step_mask() if packed is not None else None
         is_lstm = self.mode == "LSTM"
         dirs = 2 if self.bidirectional else 1
         real_hidden = self.proj_size or self.hidden_size
+        batch_first = self.batch_first and packed is None  # packed input is time-major whatever batch_first says
         if not batched:
-            input = input.unsqueeze(0 if self.batch_first else 1)
-        time = 1 if self.batch_first else 0
-        first = input[:, 0] if self.batch_first else input[0]  # (N, input_size)
+            input = input.unsqueeze(0 if batch_first else 1)
+        time = 1 if batch_first else 0
+        first = input[:, 0] if batch_first else input[0]  # (N, input_size)
         if hx is None:
             h0 = [zero_state(first, real_hidden) for _ in range(self.num_layers * dirs)]
             c0 = [zero_state(first, self.hidden_size) for _ in range(self.num_layers * dirs)] if is_lstm else None
@@ -137,7 +155,7 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 state = (h0[k], c0[k]) if is_lstm else h0[k]
-                final, ys = self._run_direction(xs, state, layer, reverse=d == 1, time=time)
+                final, ys = self._run_direction(xs, state, layer, reverse=d == 1, time=time, mask=mask)
                 outputs.append(ys)
                 if is_lstm:
                     h_n.append(final[0])
@@ -150,9 +168,11 @@ class RNNBase(Module):
         h_n = stack(h_n, 0)
         c_n = stack(c_n, 0) if is_lstm else None
         if not batched:
-            xs = xs.squeeze(0 if self.batch_first else 1)
+            xs = xs.squeeze(0 if batch_first else 1)
             h_n = h_n.squeeze(1)
             c_n = c_n.squeeze(1) if is_lstm else None
+        if packed is not None:
+            xs = packed.with_padded(xs)
         return (xs, (h_n, c_n)) if is_lstm else (xs, h_n)
 
     def _split_state(self, state, size: int, batched: bool, what: str) -> list:

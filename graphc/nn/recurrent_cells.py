@@ -54,7 +54,7 @@ def zero_state(like, size: int):
 
 def check_input(name: str, x, size: int, batched_ndim: int):
     if not isinstance(x, Tensor):
-        raise GraphcError(f"{name}: input must be a Tensor, got {type(x).__name__} (PackedSequence is not supported)")
+        raise GraphcError(f"{name}: input must be a Tensor, got {type(x).__name__}")
     if x.ndim not in (batched_ndim - 1, batched_ndim):
         raise GraphcError(f"{name}: expected input of {batched_ndim - 1} or {batched_ndim} dims, got shape "
                           f"{tuple(x.shape)}")

@@ -18,7 +18,7 @@ graph became trailing operands of the node when it was traced (``graphc/core/con
 """
 from __future__ import annotations
 
-from ..backprop import differentiable, vjp_body, zeros_like
+from ..backprop import differentiable, hoist_constants, vjp_body, zeros_like
 from ..errors import ShapeError
 from ..graph import Graph, Node, Value
 from ..registry import Attr, OpDef, register
@@ -63,7 +63,8 @@ def _vjp_cond(b, node, cts, needs):
     cotangents = [cts[i] for i in seeded]
     branches = {key: vjp_body(node.attrs[key], wrt, f"{node.attrs[key].name}.vjp", seeded)
                 for key in ("true_branch", "false_branch")}
-    grads = b.emit("cond", [node.inputs[0], *node.inputs[1:], *cotangents], branches)
+    hoisted = hoist_constants(b, list(branches.values()))
+    grads = b.emit("cond", [node.inputs[0], *node.inputs[1:], *cotangents, *hoisted], branches)
     out = [None] * len(node.inputs)
     for i, grad in zip(wrt, grads):
         out[1 + i] = grad
@@ -152,8 +153,9 @@ def _vjp_scan(b, node, cts, needs):
     backward = _backward_step(step, init, xs, consts, float_c, float_y, need_k, dim)
     ct_carry = [cts[i] if cts[i] is not None else zeros_like(b, node.outputs[i]) for i in float_c]
     ct_ys = [_move(b, cts[n_c + i] if cts[n_c + i] is not None else zeros_like(b, ys[i]), dim, 0) for i in float_y]
+    hoisted = hoist_constants(b, [backward])  # trailing consts of the reverse scan
     grads = b.emit("scan", [*ct_carry, *(zeros_like(b, consts[i]) for i in need_k), *saved,
-                            *(_move(b, x, dim, 0) for x in xs), *ct_ys, *consts],
+                            *(_move(b, x, dim, 0) for x in xs), *ct_ys, *consts, *hoisted],
                    {"body": backward, "carries": len(float_c) + len(need_k),
                     "scanned": len(saved) + len(xs) + len(ct_ys), "dim": 0, "reverse": not attrs["reverse"]})
     out = [None] * len(node.inputs)
