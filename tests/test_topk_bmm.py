@@ -1,5 +1,6 @@
-"""``topk`` and ``bmm`` (composites in graphc/ops) against PyTorch: values, indices and gradients,
-eager and compiled. (sin and cos are primitives: the op table covers them.)"""
+"""Tensor functions the sequence-model files (tests/models) needed, composites in graphc/ops, against
+PyTorch: ``topk`` and ``bmm`` (values, indices and gradients, eager and compiled), ``narrow`` and
+``t``. (sin and cos are primitives: the op table covers them.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -84,3 +85,30 @@ def test_bmm_matches_torch(torch_ref):
         gc.bmm(gc.ones(2, 3), gc.ones(3, 2))  # 2-d: torch.bmm refuses them too
     with pytest.raises(gc.GraphcError):
         gc.bmm(gc.ones(2, 1, 3), gc.ones(3, 3, 2))
+
+
+def test_narrow_and_t_match_torch(torch_ref):
+    """The word language model's batchify: ``data.narrow(0, 0, n).view(bsz, -1).t().contiguous()``."""
+    x = np.random.default_rng(5).standard_normal((4, 6))
+
+    def run():
+        import torch
+
+        tx = torch.from_numpy(x).requires_grad_()
+        cut = tx.narrow(1, 1, 3).t()
+        (cut * torch.arange(12.0, dtype=torch.float64).view(3, 4)).sum().backward()
+        return {"cut": cut, "grad": tx.grad, "neg": torch.from_numpy(x).narrow(0, -2, 2), "t1": torch.arange(3).t()}
+
+    ref = torch_ref([x], run)
+    tx = gc.tensor(x, requires_grad=True)
+    cut = tx.narrow(1, 1, 3).t()
+    (cut * gc.arange(12.0, dtype=gc.float64).view(3, 4)).sum().backward()
+    np.testing.assert_array_equal(cut.numpy(), ref["cut"])
+    np.testing.assert_array_equal(tx.grad.numpy(), ref["grad"])
+    np.testing.assert_array_equal(gc.narrow(gc.tensor(x), 0, -2, 2).numpy(), ref["neg"])
+    np.testing.assert_array_equal(gc.arange(3).t().numpy(), ref["t1"])
+    plan = gc.compile(lambda a: a.narrow(1, 1, 3).t(), example_inputs=(x,))
+    np.testing.assert_array_equal(plan(x), ref["cut"])
+    for bad in (lambda: tx.narrow(1, 4, 3), lambda: tx.narrow(0, 0, -1), lambda: gc.zeros(2, 2, 2).t()):
+        with pytest.raises(gc.GraphcError):
+            bad()

@@ -178,3 +178,34 @@ def unbind(input, dim=0):
         slices[axis] = (i, None, 1)
         pieces.append(apply("slice", [input], {"slices": list(slices), "drop": [axis]}))
     return tuple(pieces)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def narrow(input, dim, start, length):
+    """``length`` entries of ``dim`` from ``start`` (negative counts from the end), as PyTorch's
+    (a view there; a slice here, whose gradient scatters back).
+
+    >>> import graphc as gc
+    >>> gc.arange(10).narrow(0, 2, 3).numpy().tolist()
+    [2, 3, 4]
+    """
+    axis, size = _static_size(input, dim, "narrow")
+    start, length = int(start), int(length)
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise GraphcError(f"narrow: start {start} and length {length} are out of range for dim {dim} of size {size}")
+    return _narrow(input, axis, start, length)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def t(input):
+    """The transpose of a matrix; tensors of fewer than 2 dims as they are (``torch.t``).
+
+    >>> import graphc as gc
+    >>> gc.zeros(2, 3).t().shape
+    (3, 2)
+    """
+    if input.ndim > 2:
+        raise GraphcError(f"t() takes tensors of at most 2 dims, got {input.ndim} (use transpose or permute)")
+    return input if input.ndim < 2 else transpose(input, 0, 1)
