@@ -837,7 +837,7 @@ def _random_table() -> list[OpInfo]:
 
 def build_table() -> dict[str, OpInfo]:
     """Every family's entries, in this order (the order the seeded inputs are drawn in)."""
-    from op_table_grad import backward_table, fused_table  # these need the helpers above: import here
+    from op_table_grad import attention_table, backward_table, fused_table  # these need the helpers above
     from op_table_control import control_table
     from op_table_loss import loss_table
     from op_table_nn import nn_table
@@ -845,10 +845,10 @@ def build_table() -> dict[str, OpInfo]:
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
                   nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table,
-                  _custom_table, control_table, _random_table):
+                  _custom_table, control_table, _random_table, attention_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
-            info.internal = build in (backward_table, fused_table)
+            info.internal = build in (backward_table, fused_table, attention_table)
             table[info.op] = info
     return table
 

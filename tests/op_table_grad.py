@@ -448,6 +448,115 @@ def _conv_bn_grad_inputs(x_shape, w_shape, attrs, relu, dtype=F32):
     return [randn(*y.shape, dtype=dtype), x, w, conv_out, np.maximum(y, 0) if relu else y, gamma, mean, invstd]
 
 
+# ---- the attention core: references in float64 from the definition -------------------------------
+
+_ATTENTION_RNG = np.random.default_rng(20250321)  # its own stream: these rows leave the others' inputs as they were
+
+
+def _att_randn(*shape, dtype=F32):
+    return _ATTENTION_RNG.standard_normal(shape).astype(dtype)
+
+
+def _att_inputs(lead, length, source, embed, value_dim, dtype=F32):
+    return [_att_randn(*lead, length, embed, dtype=dtype), _att_randn(*lead, source, embed, dtype=dtype),
+            _att_randn(*lead, source, value_dim, dtype=dtype)]
+
+
+def _att_weights(ins, attrs):
+    """softmax(q @ k.T * scale + mask) in float64; rows that keep no key are zeros."""
+    q, k = ins[0].astype(F64), ins[1].astype(F64)
+    s = (q @ np.swapaxes(k, -1, -2)) * attrs["scale"]
+    keep = np.ones(s.shape, bool)
+    if len(ins) > 3 and ins[3].dtype == np.bool_:
+        keep = np.broadcast_to(ins[3], s.shape)
+    elif len(ins) > 3:
+        s = s + ins[3].astype(F64)
+    if attrs.get("is_causal"):
+        keep = np.broadcast_to(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s.shape)
+    s = np.where(keep, s, -np.inf)
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)
+
+
+def _attention_ref(ins, attrs):
+    return [(_att_weights(ins, attrs) @ ins[2].astype(F64)).astype(ins[0].dtype)]
+
+
+def _torch_attention(ts, a):
+    mask = ts[3] if len(ts) > 3 else None
+    return TF().scaled_dot_product_attention(ts[0], ts[1], ts[2], attn_mask=mask, is_causal=a["is_causal"],
+                                             scale=a["scale"])
+
+
+def _attention_grad_ref(ins, attrs):
+    g, q, k, v = (a.astype(F64) for a in ins[:4])
+    fwd = [ins[1], ins[2], ins[3]] + list(ins[5:])
+    p = _att_weights(fwd, attrs)
+    dp = g @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    outs = [ds @ k * attrs["scale"], np.swapaxes(ds, -1, -2) @ q * attrs["scale"], np.swapaxes(p, -1, -2) @ g]
+    if attrs.get("mask_grad"):
+        outs.append(ds)
+    return [o.astype(ins[1].dtype) for o in outs]
+
+
+def _torch_attention_grad(ts, a):
+    g, q, k, v = ts[:4]
+    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+    mask = ts[5] if len(ts) > 5 else None
+    if a["mask_grad"]:  # the op gives the scores' cotangent (autodiff sums it to the mask's shape): the full mask's
+        mask = mask.expand(tuple(q.shape[:-1]) + (k.shape[-2],)).contiguous().requires_grad_(True)
+        leaves.append(mask)
+    out = TF().scaled_dot_product_attention(*leaves[:3], attn_mask=mask, is_causal=a["is_causal"], scale=a["scale"])
+    return list(T().autograd.grad(out, leaves, g))
+
+
+def _att_grad_inputs(fwd, attrs):
+    """(g, q, k, v, out[, mask]) with out the forward's output."""
+    out = _attention_ref(fwd, attrs)[0]
+    return [_att_randn(*out.shape, dtype=out.dtype)] + fwd[:3] + [out] + fwd[3:]
+
+
+def _attention_samples():
+    a = {"scale": 0.5}
+    no_key = _ATTENTION_RNG.random((5, 6)) < 0.6
+    no_key[1] = False  # a query that keeps no key: zeros
+    no_key[2, 0] = True
+    # -1e30, not -inf (the recorded references' fingerprints take finite inputs; tests/test_fused_attention.py
+    # has -inf masks): exps that underflow to 0, and a row where all do (uniform weights, as PyTorch's)
+    add = np.where(_ATTENTION_RNG.random((2, 1, 5, 6)) < 0.3, -1e30, _att_randn(2, 1, 5, 6)).astype(F32)
+    add[0, 0, 3] = -1e30
+    perm = [np.swapaxes(x, 1, 2) for x in _att_inputs((2, 5), 3, 3, 4, 3)]  # (N, H, L, E) views of (N, L, H, E)
+    big = [x * 30 for x in _att_inputs((2, 3), 5, 6, 4, 3)]  # scores past the unshifted softmax's range
+    return {
+        "plain": S(_att_inputs((2, 3), 5, 6, 4, 3), _attention_ref, "plain", a),
+        "causal": S(_att_inputs((2, 2), 4, 6, 3, 2), _attention_ref, "causal", {"scale": 0.7, "is_causal": True}),
+        "bool-mask": S(_att_inputs((2, 3), 5, 6, 4, 3) + [no_key], _attention_ref, "bool-mask", a),
+        "float-mask": S(_att_inputs((2, 3), 5, 6, 4, 3) + [_att_randn(2, 1, 5, 6)], _attention_ref, "float-mask", a),
+        "huge-mask": S(_att_inputs((2, 3), 5, 6, 4, 3) + [add], _attention_ref, "huge-mask", a, grad=False),
+        "f64": S(_att_inputs((2, 2), 4, 5, 3, 2, dtype=F64), _attention_ref, "f64", {"scale": 0.3}),
+        "rank2": S(_att_inputs((), 4, 5, 3, 2), _attention_ref, "rank2", a, dynamic=False),
+        "noncontig": S(perm, _attention_ref, "noncontig", {"scale": 0.5}),
+        "large-scores": S(big, _attention_ref, "large-scores", {"scale": 0.5}, grad=False),
+        "batch1": S(_att_inputs((1, 2), 3, 3, 4, 4), _attention_ref, "batch1", a),
+    }
+
+
+def attention_table():
+    forward = _attention_samples()
+    t = [OpInfo("attention", torch=_torch_attention, samples=list(forward.values()))]
+    grads = []
+    for desc in ("plain", "causal", "bool-mask", "float-mask", "f64", "noncontig", "batch1"):
+        fwd = forward[desc]
+        attrs = {"scale": fwd.attrs["scale"], "is_causal": fwd.attrs.get("is_causal", False),
+                 "mask_grad": desc == "float-mask"}
+        grads.append(S(_att_grad_inputs(fwd.inputs, fwd.attrs), _attention_grad_ref, desc, attrs))
+    t.append(OpInfo("attention_grad", torch=_torch_attention_grad, samples=grads))
+    return t
+
+
 def fused_table():
     t = []
     lr = _linear_relu_ref

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...ir.registry import REGISTRY
-from . import collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, reduce, shape
+from . import attention, collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, reduce, shape
 from .base import as_kernel, writes_out
 
 
@@ -40,7 +40,8 @@ def _cast_inputs_to_output(factory):
 
 
 TABLE = {}
-for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, loss, collective, custom, control):
+for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, attention, loss, collective, custom,
+                control):
     TABLE.update(_module.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef

@@ -27,10 +27,12 @@ import math
 
 import numpy as np
 
+from ..core.dispatch import apply
 from ..core.tensor import Tensor
 from ..executor.backends import backend_of
 from ..ir.errors import GraphcError, ShapeError
-from ..ir.types import is_static
+from ..ir.ops.attention import check_attention
+from ..ir.types import TensorType, is_static
 from ..ops.surface import torchsymbol
 from . import functional as F
 from . import init
@@ -106,24 +108,42 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise ShapeError(f"scaled_dot_product_attention(enable_gqa=True): query's {hq} heads must be a "
                              f"multiple of key's {hk} and value's {hv}")
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
+    if attn_mask is not None:
+        if not isinstance(attn_mask, Tensor):
+            attn_mask = _constant(query, np.asarray(attn_mask))
+        if attn_mask.dtype.name != "bool" and attn_mask.dtype != query.dtype:
+            attn_mask = attn_mask.cast(query.dtype)  # in the scores' dtype (PyTorch refuses a float mask of another)
+    if dropout_p == 0.0 and _fusable(query, key, value, attn_mask):  # the one-kernel core (graphc/ir/ops/attention.py)
+        return apply("attention", [query, key, value] + ([attn_mask] if attn_mask is not None else []),
+                     {"scale": scale, "is_causal": bool(is_causal)})
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
         rows = _static(query.shape[-2], "is_causal's query length")
         cols = _static(key.shape[-2], "is_causal's key length")
         scores = F.where(_constant(scores, np.tri(rows, cols, dtype=bool)), scores, float("-inf"))
     if attn_mask is not None:
-        if not isinstance(attn_mask, Tensor):
-            attn_mask = _constant(scores, np.asarray(attn_mask))
         if attn_mask.dtype.name == "bool":
             scores = F.where(attn_mask, scores, float("-inf"))
-        else:  # in the scores' dtype (PyTorch refuses a float mask of another dtype)
-            scores = scores + (attn_mask if attn_mask.dtype == scores.dtype else attn_mask.cast(scores.dtype))
+        else:
+            scores = scores + attn_mask
         weights = _safe_softmax(scores)  # a mask may leave a query no key
     else:
         weights = F.softmax(scores, dim=-1)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p, training=True)
     return weights @ value
+
+
+def _fusable(query, key, value, mask) -> bool:
+    """Whether the ``attention`` op takes these operands as they are: one float dtype, one rank,
+    the same leading dims, and a mask that broadcasts to the scores without widening them
+    (else the composite path, which broadcasts as matmul does, or raises its own error)."""
+    types = [TensorType(t.dims, t.dtype) for t in (query, key, value)]
+    try:
+        check_attention(*types, None if mask is None else TensorType(mask.dims, mask.dtype))
+    except ShapeError:
+        return False
+    return True
 
 
 def _float_mask(mask, like: Tensor, what: str):

@@ -1,7 +1,8 @@
 """ONNX export: a frozen inference graph as an ONNX model in the default domain only.
 
 Each graphc op maps to standard ONNX ops (fused ones are written back as their parts:
-``linear_relu`` -> Gemm + Relu, ``conv2d_relu`` -> Conv + Relu; ``cond``, ``scan`` and
+``linear_relu`` -> Gemm + Relu, ``conv2d_relu`` -> Conv + Relu, ``attention`` -> MatMul, Softmax,
+MatMul: ``export_attention``; ``cond``, ``scan`` and
 ``while_loop`` -> If, Scan and Loop with their bodies as subgraphs: ``control_export``), so
 Netron opens the file and onnxruntime runs it. The batch dim is the named dynamic dim ``N``;
 constants (the frozen weights) are initializers; node names carry the module path, doc strings
@@ -17,6 +18,7 @@ from ..ir.errors import GraphcError
 from ..ir.types import DType, is_static
 from .dtypes import ELEMENT_TYPES as _ELEMENT_TYPES
 from .control_export import CONTROL_WRITERS
+from .export_attention import write_attention
 from .export_fill import shape_tensor, write_full
 from .export_numbers import cast_inputs, write_div, write_sign
 
@@ -296,6 +298,7 @@ WRITERS = {
     "ne": _ne, "rsqrt": _rsqrt, "log1p": _log1p, "mean": _reduce("ReduceMean", 18), "sum": _reduce("ReduceSum", 13),
     "max": _reduce("ReduceMax", 18), "slice": _slice, "broadcast_to": _broadcast_to, "argmax": _argmax,
     "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta), "full": write_full,
+    "attention": write_attention,
 }
 
 
