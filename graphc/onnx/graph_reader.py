@@ -197,10 +197,12 @@ class GraphReader:
         except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as e:  # a malformed node
             raise self.error(f"malformed {show(node.op_type)} node: {type(e).__name__}: {clip(e, 200)}") from None
         used = [name for name in node.output if name]
-        if len(used) > len(outputs) or any(not name for name in node.output[:len(outputs)]):
+        if any(name for name in node.output[len(outputs):]):
             raise self.error(f"{show(node.op_type)} with {len(used)} outputs: graphc computes only the first "
                              f"{len(outputs)}")
         for name, out in zip(node.output, outputs):
+            if not name:  # an optional output left out (LSTM's Y in ['', 'Y_h'])
+                continue
             if name in self.env:
                 raise self.error(f"value {show(name)} is computed twice (an ONNX graph assigns each name once)")
             self.env[name] = _as_known(out)
