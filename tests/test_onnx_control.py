@@ -442,7 +442,7 @@ agraph (int64[1] lens, float[1,2] init, float[1,3,2] x) => (float[1,2] y, float[
     ('<ir_version: 4, opset_import: ["" : 8]>\n' + """
 agraph (float[2] x) => (float[2] y) {
   y = Softmax(x)
-}""", r"ONNX opset 8 is not supported; graphc imports default-domain opsets 11-21 \(and 8-10 for models of "
+}""", r"ONNX opset 8 is not supported; graphc imports default-domain opsets 11-25 \(and 8-10 for models of "
       r"only .*; this one uses Softmax\)"),
 ], ids=["loop_runtime_trip_count_scan_outputs", "loop_computed_condition_scan_outputs", "loop_never_ends",
         "if_branch_types_differ", "loop_carried_type_changes", "scan8_sequence_lens", "opset8_other_ops"])

@@ -176,7 +176,7 @@ def test_custom_domain_op_is_refused_naming_the_domain(tmp_path):
 @pytest.mark.parametrize("opset", [7, 30])
 def test_unsupported_opset_is_refused(tmp_path, opset):
     path = write(tmp_path / "m.onnx", make_model([helper.make_node("Relu", ["x"], ["y"])], opset=opset))
-    refused(path, rf"ONNX opset {opset} is not supported; graphc imports default-domain opsets 11-21")
+    refused(path, rf"ONNX opset {opset} is not supported; graphc imports default-domain opsets 11-25")
 
 
 def test_model_local_function_is_refused(tmp_path):

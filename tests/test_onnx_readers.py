@@ -164,8 +164,13 @@ def test_every_reader_has_a_case():
 
     covered = {c[1] for c in CASES} | {"Greater"}
     shape_chain = {"Constant", "ConstantOfShape", "Shape", "Range"}  # the next test
-    # If, Loop and Scan read subgraphs, not single nodes: tests/test_onnx_control.py runs them
-    control = set(CONTROL_READERS)
+    # If, Loop and Scan read subgraphs, not single nodes: tests/test_onnx_control.py runs them; the
+    # recurrent ops, Attention and the ops around it: tests/test_onnx_recurrent_import.py
+    from graphc.onnx.attention_import import ATTENTION_READERS
+    from graphc.onnx.logic_readers import LOGIC_READERS
+    from graphc.onnx.recurrent_import import RECURRENT_READERS
+
+    control = set(CONTROL_READERS) | set(RECURRENT_READERS) | set(ATTENTION_READERS) | set(LOGIC_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

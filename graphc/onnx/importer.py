@@ -22,18 +22,24 @@ from .control_import import CONTROL_READERS
 from .export import onnx_module
 from .external import model_folder
 from .graph_reader import GraphReader, default_opset
+from .attention_import import ATTENTION_READERS
+from .logic_readers import LOGIC_READERS
 from .readers import READERS
+from .recurrent_import import RECURRENT_READERS
 
-IMPORT_OPSETS = range(11, 22)  # the default-domain opsets whose op forms the readers know
+IMPORT_OPSETS = range(11, 26)  # the default-domain opsets whose op forms the readers know (22-25: types, Attention)
 OLD_OPSETS = range(8, 11)  # read only for models of OLD_OPSET_OPS, ops whose older forms the readers know too
 OLD_OPSET_OPS = frozenset({"Scan", "Loop", "If", "Identity", "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu",
                            "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "MatMul"})
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
 
-NODE_READERS = {**READERS, **CONTROL_READERS}
+NODE_READERS = {**READERS, **CONTROL_READERS, **RECURRENT_READERS, **ATTENTION_READERS, **LOGIC_READERS}
 """The one table the importer reads with, ONNX op type -> reader: the single-node readers
-(``readers.READERS``, each run by tests/test_onnx_readers.py) and ``If``, ``Loop`` and ``Scan``,
-whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_control.py)."""
+(``readers.READERS``, each run by tests/test_onnx_readers.py), ``If``, ``Loop`` and ``Scan``,
+whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_control.py), and
+``RNN``/``GRU``/``LSTM``, built as scans (``recurrent_import``), ``Attention``
+(``attention_import``) and the ops around attention exports (``logic_readers``: Mod, And, Or,
+Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
 
 
 class ModelReader(GraphReader):
