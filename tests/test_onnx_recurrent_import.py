@@ -373,20 +373,27 @@ def test_torch_recurrent_export_imports(kind, dynamo, tmp_path):
         close(g, w, kind)
 
 
-@pytest.mark.parametrize("options", [dict(dynamo=True), dict(dynamo=False), dict(dynamo=True, opset_version=23)],
-                         ids=["dynamo", "torchscript", "dynamo-opset23-Attention"])
+@pytest.mark.parametrize("options", [dict(dynamo=True), dict(dynamo=False), dict(dynamo=True, opset_version=23),
+                                     dict(dynamo=True, opset_version=23, dynamic_time=True)],
+                         ids=["dynamo", "torchscript", "dynamo-opset23-Attention", "opset23-symbolic-length"])
 def test_torch_transformer_encoder_export_imports(options, tmp_path):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=4, batch_first=True)
     encoder = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
     x = torch.randn(2, 5, 16)
+    options = dict(options)
+    if options.pop("dynamic_time", False):
+        options["dynamic_shapes"] = ({1: torch.export.Dim("T")},)
     path = _torch_export(encoder, x, tmp_path / "encoder.onnx", **options)
     if options.get("opset_version") == 23:
         assert "Attention" in {n.op_type for n in onnx.load(str(path)).graph.node}
-    with torch.no_grad():
-        want = encoder(x).numpy()
-    close(gc.load(path)(x.numpy()), want, "TransformerEncoder")
+    plan = gc.load(path)
+    for length in ((5, 9) if "dynamic_shapes" in options else (5,)):
+        x = torch.randn(2, length, 16)
+        with torch.no_grad():
+            want = encoder(x).numpy()
+        close(plan(x.numpy()), want, f"TransformerEncoder at length {length}")
 
 
 # ---- the readers around attention exports: Mod, And/Or/Xor, CastLike, Pad -------------------------
