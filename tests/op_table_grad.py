@@ -492,7 +492,7 @@ def _torch_attention(ts, a):
 
 def _attention_grad_ref(ins, attrs):
     g, q, k, v = (a.astype(F64) for a in ins[:4])
-    fwd = [ins[1], ins[2], ins[3]] + list(ins[5:])
+    fwd = [ins[1], ins[2], ins[3]] + list(ins[4:])
     p = _att_weights(fwd, attrs)
     dp = g @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
@@ -505,7 +505,7 @@ def _attention_grad_ref(ins, attrs):
 def _torch_attention_grad(ts, a):
     g, q, k, v = ts[:4]
     leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
-    mask = ts[5] if len(ts) > 5 else None
+    mask = ts[4] if len(ts) > 4 else None
     if a["mask_grad"]:  # the op gives the scores' cotangent (autodiff sums it to the mask's shape): the full mask's
         mask = mask.expand(tuple(q.shape[:-1]) + (k.shape[-2],)).contiguous().requires_grad_(True)
         leaves.append(mask)
@@ -513,10 +513,10 @@ def _torch_attention_grad(ts, a):
     return list(T().autograd.grad(out, leaves, g))
 
 
-def _att_grad_inputs(fwd, attrs):
-    """(g, q, k, v, out[, mask]) with out the forward's output."""
-    out = _attention_ref(fwd, attrs)[0]
-    return [_att_randn(*out.shape, dtype=out.dtype)] + fwd[:3] + [out] + fwd[3:]
+def _att_grad_inputs(fwd):
+    """(g, q, k, v[, mask]): the forward's inputs after a cotangent of its output's shape."""
+    q, v = fwd[0], fwd[2]
+    return [_att_randn(*q.shape[:-1], v.shape[-1], dtype=q.dtype)] + list(fwd)
 
 
 def _attention_samples():
@@ -552,7 +552,7 @@ def attention_table():
         fwd = forward[desc]
         attrs = {"scale": fwd.attrs["scale"], "is_causal": fwd.attrs.get("is_causal", False),
                  "mask_grad": desc == "float-mask"}
-        grads.append(S(_att_grad_inputs(fwd.inputs, fwd.attrs), _attention_grad_ref, desc, attrs))
+        grads.append(S(_att_grad_inputs(fwd.inputs), _attention_grad_ref, desc, attrs))
     t.append(OpInfo("attention_grad", torch=_torch_attention_grad, samples=grads))
     return t
 

@@ -3,11 +3,12 @@ fused backward ``attention_grad``.
 
 Both work one head group at a time: a group is a block of the leading (batch, head) dims whose
 scores fit ``HOST_BLOCK`` elements (one head at least), reached by basic indexing (views, no
-copies). The scores go into one workspace, kept from one step to the next: one GEMM writes
-them, the scale, mask, exp, row sums (a GEMV with a vector of ones, much faster than numpy's
-reduction over a short last axis) and the division run in place, and a second GEMM writes
-the output. The backward recomputes the weights of each group the same way (bit for bit) and
-never holds more than a group's ``(L, S)`` weights and their cotangent.
+copies). The scores go into one workspace (``scratch``: per thread, shared by every attention
+kernel, reused from one step to the next): one GEMM writes them, the scale, mask, exp, row sums
+(a GEMV with a vector of ones, much faster than numpy's reduction over a short last axis) and
+the division run in place, and a second GEMM writes the output. The backward recomputes the
+weights of each group the same way (bit for bit) and never holds more than a group's ``(L, S)``
+weights and their cotangent; it reads neither the weights nor the output from the forward.
 
 The shift by each row's maximum (numpy reduces a short last axis slowly) is skipped on the
 CPU when it cannot matter: when no score exceeds ``log(dtype max / S) - 1`` (so exp cannot
@@ -21,6 +22,7 @@ cupy backend runs the same code (it has not been run on a GPU here).
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -37,15 +39,40 @@ def _prod(dims) -> int:
     return out
 
 
+_THREAD = threading.local()
+
+
+def scratch(xp, role: str, shape, dtype):
+    """A workspace of ``shape`` that every attention kernel running on this thread shares: a
+    thread runs one kernel at a time, and calls on other threads (a plan's concurrent callers)
+    get their own. So a group's weights exist once per thread, not once per layer; the buffer
+    grows to the largest group asked for and is reused from then on."""
+    pool = getattr(_THREAD, "pool", None)
+    if pool is None:
+        pool = _THREAD.pool = {}
+    device = None if xp.__name__ == "numpy" else xp.cuda.runtime.getDevice()
+    key = (xp.__name__, device, role, np.dtype(dtype).str)
+    size = _prod(shape)
+    buffer = pool.get(key)
+    if buffer is None or buffer.size < size:
+        buffer = pool[key] = xp.empty(max(size, 1), dtype)
+    return buffer[:size].reshape(shape)
+
+
+def scratch_bytes() -> int:
+    """Bytes of this thread's attention workspaces (what a memory report's arena leaves out)."""
+    return sum(int(b.nbytes) for b in getattr(_THREAD, "pool", {}).values())
+
+
 class _Groups:
-    """The head groups of one node's shapes, the workspaces sized to the largest, the causal
+    """The head groups of one node's shapes, the workspace shapes for the largest, the causal
     mask and the limits of the unshifted softmax."""
 
     def __init__(self, xp, spec):
         q_t, k_t, v_t = spec.in_types[:3]
         self.xp, self.on_host = xp, xp.__name__ == "numpy"
         lead = tuple(int(d) for d in q_t.shape[:-2])
-        length, source, value_dim = int(q_t.shape[-2]), int(k_t.shape[-2]), int(v_t.shape[-1])
+        length, source = int(q_t.shape[-2]), int(k_t.shape[-2])
         self.lead, self.scores_shape = lead, lead + (length, source)
         self.scale, dtype = spec.attrs["scale"], q_t.dtype.numpy
         per_head = length * source
@@ -61,10 +88,9 @@ class _Groups:
                 outer = [o + (i,) for o in outer for i in range(size)]
             self.index = [o + (slice(j, min(j + step, lead[axis])),) for o in outer for j in range(0, lead[axis], step)]
             group = (min(step, lead[axis]),) + lead[axis + 1:]
-        self.weights = xp.empty(group + (length, source), dtype)
-        self.rows = xp.empty(group + (length, 1), dtype)
+        self.dtype, self.group = dtype, group
+        self.weights_shape, self.rows_shape = group + (length, source), group + (length, 1)
         self.ones = xp.ones((source, 1), dtype)
-        self.value_shape = group + (length, value_dim)
         self.empty = per_head == 0  # no query or no key: the output (and every gradient) is zeros
         self.causal = None
         if spec.attrs["is_causal"]:
@@ -74,12 +100,12 @@ class _Groups:
         self.high = math.log(info.max) - math.log(max(source, 1)) - 1.0
         self.low_sum = max(source, 1) * math.exp(math.log(info.tiny) + 30.0)
 
-    def workspace(self, buffer, ix):
-        """``buffer``'s part for the group ``ix`` (the last group along the split axis may be short)."""
-        if not ix or not isinstance(ix[-1], slice):
-            return buffer
-        s = ix[-1]
-        return buffer[:s.stop - s.start]
+    def workspace(self, role, shape, ix):
+        """The scratch ``role`` of ``shape`` for the group ``ix`` (the last group along the split
+        axis may be short)."""
+        if ix and isinstance(ix[-1], slice) and ix[-1].stop - ix[-1].start < shape[0]:
+            shape = (ix[-1].stop - ix[-1].start,) + shape[1:]
+        return scratch(self.xp, role, shape, self.dtype)
 
     def masks(self, mask):
         """(additive mask, kept positions) over the whole scores shape (broadcast views)."""
@@ -136,7 +162,8 @@ def _attention(xp, spec):
         add, keep = groups.masks(mask)
         for ix in groups.index:
             p = groups.softmax(q[ix], k[ix], None if add is None else add[ix], None if keep is None else keep[ix],
-                               groups.workspace(groups.weights, ix), groups.workspace(groups.rows, ix))
+                               groups.workspace("weights", groups.weights_shape, ix),
+                               groups.workspace("rows", groups.rows_shape, ix))
             xp.matmul(p, v[ix], out=out[ix])
         return out
     return writes_out(run)
@@ -145,12 +172,8 @@ def _attention(xp, spec):
 def _attention_grad(xp, spec):
     groups = _Groups(xp, spec._replace(in_types=spec.in_types[1:]))
     mask_grad, scale = spec.attrs["mask_grad"], spec.attrs["scale"]
-    dtype = spec.in_types[1].dtype.numpy
-    d_weights = None if mask_grad else xp.empty(groups.weights.shape, dtype)
-    g_out = xp.empty(groups.value_shape, dtype)
-    ones_v = xp.ones((spec.in_types[3].shape[-1], 1), dtype)
 
-    def run(g, q, k, v, o, mask=None, out=None):
+    def run(g, q, k, v, mask=None, out=None):
         if out is None:
             out = tuple(xp.empty(t.shape, dtype=t.dtype.numpy) for t in spec.out_types)
         dq, dk, dv = out[:3]
@@ -160,19 +183,17 @@ def _attention_grad(xp, spec):
             return tuple(out)
         add, keep = groups.masks(mask)
         for ix in groups.index:
-            rows = groups.workspace(groups.rows, ix)
+            rows = groups.workspace("rows", groups.rows_shape, ix)
             p = groups.softmax(q[ix], k[ix], None if add is None else add[ix], None if keep is None else keep[ix],
-                               groups.workspace(groups.weights, ix), rows)
-            gb = g[ix]
+                               groups.workspace("weights", groups.weights_shape, ix), rows)
+            gb, dqb, dkb = g[ix], dq[ix], dk[ix]
             xp.matmul(xp.swapaxes(p, -1, -2), gb, out=dv[ix])
-            ds = out[3][ix] if mask_grad else groups.workspace(d_weights, ix)
+            ds = out[3][ix] if mask_grad else groups.workspace("d_weights", groups.weights_shape, ix)
             xp.matmul(gb, xp.swapaxes(v[ix], -1, -2), out=ds)  # dP
-            go = groups.workspace(g_out, ix)
-            xp.multiply(gb, o[ix], out=go)
-            xp.matmul(go, ones_v, out=rows)  # rowsum(dP * P) = rowsum(g * out)
-            ds -= rows
-            ds *= p  # dS, the scores' cotangent (the mask's, before the sum over broadcast dims)
-            dqb, dkb = dq[ix], dk[ix]
+            ds *= p
+            xp.matmul(ds, groups.ones, out=rows)  # rowsum(dP * P)
+            p *= rows  # (P is not needed after dv)
+            ds -= p  # dS = P * (dP - rowsum(dP * P)): the scores' cotangent (the mask's, before autodiff's sum)
             xp.matmul(ds, k[ix], out=dqb)
             dqb *= scale
             xp.matmul(xp.swapaxes(ds, -1, -2), q[ix], out=dkb)

@@ -8,9 +8,10 @@ the last two dims, and ``attention_grad`` its fused backward.
   is left out gets zeros (PyTorch's ``scaled_dot_product_attention``). The kernel works one
   head group at a time with the scores in one buffer: the ``(..., L, S)`` weights are never a
   graph value, so nothing of that size is planned, saved or exported.
-- ``attention_grad(g, q, k, v, out[, mask])`` -> ``(dq, dk, dv[, dmask])``: recomputes the
-  weights ``P`` per head group from the inputs (they are not saved), then ``dv = P.T @ g``,
-  ``dS = P * (g @ v.T - rowsum(g * out))``, ``dq = dS @ k * scale``, ``dk = dS.T @ q * scale``;
+- ``attention_grad(g, q, k, v[, mask])`` -> ``(dq, dk, dv[, dmask])``: recomputes the
+  weights ``P`` per head group from the inputs (neither they nor the output are saved), then
+  ``dv = P.T @ g``, ``dP = g @ v.T``, ``dS = P * (dP - rowsum(dP * P))``, ``dq = dS @ k * scale``,
+  ``dk = dS.T @ q * scale``;
   ``dmask`` (``mask_grad``, a float mask that needs a gradient) is ``dS`` at ``(..., L, S)``,
   which autodiff sums to the mask's shape.
 """
@@ -68,7 +69,7 @@ def _vjp_attention(b, node, cts, needs):
     mask = node.inputs[3] if len(node.inputs) == 4 else None
     mask_grad = bool(mask is not None and mask.type.dtype.is_float and needs[3])
     attrs = {"scale": node.attrs["scale"], "is_causal": node.attrs["is_causal"], "mask_grad": mask_grad}
-    grads = b.emit("attention_grad", [cts[0], q, k, v, node.outputs[0]] + ([mask] if mask is not None else []), attrs)
+    grads = b.emit("attention_grad", [cts[0], q, k, v] + ([mask] if mask is not None else []), attrs)
     out = [g if need else None for g, need in zip(grads[:3], needs[:3])]
     if mask is not None:
         out.append(grads[3] if mask_grad else None)
@@ -76,12 +77,11 @@ def _vjp_attention(b, node, cts, needs):
 
 
 def _attention_grad(in_types, attrs):
-    g, q, k, v, out = in_types[:5]
-    mask = in_types[5] if len(in_types) == 6 else None
-    _no_causal_mask(in_types, attrs, 6, "attention_grad")
+    g, q, k, v = in_types[:4]
+    mask = in_types[4] if len(in_types) == 5 else None
+    _no_causal_mask(in_types, attrs, 5, "attention_grad")
     lead, length, source = check_attention(q, k, v, mask, "attention_grad")
-    expect_same(out, q.with_shape(q.shape[:-1] + (v.shape[-1],)), "attention_grad", "output")
-    expect_same(g, out, "attention_grad", "cotangent")
+    expect_same(g, q.with_shape(q.shape[:-1] + (v.shape[-1],)), "attention_grad", "cotangent")
     if attrs["mask_grad"] and (mask is None or not mask.dtype.is_float):
         raise GraphcError("attention_grad: mask_grad needs a float mask")
     outs = [q, k, v]
@@ -93,5 +93,5 @@ def _attention_grad(in_types, attrs):
 register(OpDef("attention", _attention, attrs=_ATTRS, inputs=(3, 4), vjp=_vjp_attention,
                doc="softmax(q @ k.T * scale + mask) @ v per head group, (q, k, v[, mask]) -> out; the weights "
                    "are never a graph value"))
-register(OpDef("attention_grad", _attention_grad, attrs={**_ATTRS, "mask_grad": Attr("bool", False)}, inputs=(5, 6),
-               doc="(g, q, k, v, out[, mask]) -> (dq, dk, dv[, dmask]), the weights recomputed per head group"))
+register(OpDef("attention_grad", _attention_grad, attrs={**_ATTRS, "mask_grad": Attr("bool", False)}, inputs=(4, 5),
+               doc="(g, q, k, v[, mask]) -> (dq, dk, dv[, dmask]), the weights recomputed per head group"))
