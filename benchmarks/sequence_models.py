@@ -12,7 +12,7 @@
                 ``torch.no_grad()``, its own fast path) and vs onnxruntime running graphc's own ONNX
                 export of the model (``gc.export(model, (x,), "m.onnx")``).
 
-Run: .venv/bin/python benchmarks/sequence_models.py [--rounds 7] [--calls 5] [--no-profile]
+Run: .venv/bin/python benchmarks/sequence_models.py [--rounds 7] [--calls 5] [--no-profile] [--only encoder]
 
 Every library runs on one thread (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = 1
 unless set in the environment; torch.set_num_threads and onnxruntime's intra/inter-op threads to
@@ -22,8 +22,14 @@ one step of each is run from the same weights and the largest differences are pr
 the loss, and the parameters after the update; inference: the output). Calls are timed in
 interleaved rounds (graphc, then each peer, ``--calls`` calls per round); each column is the
 median round's time per call (ms) and the ratios are graphc / peer (lower: graphc is faster).
-Last, ``gc.debug.profile`` of the LSTM step: the op kinds and nodes that take its time. Not a
-test: the numbers depend on the machine and on what else runs on it; nothing is asserted.
+Then the encoder plans' memory (``plan.memory_report()``: the arena, the most bytes live at once,
+the activations saved for the backward pass) and the fused attention kernels' workspaces, which
+the arena leaves out (one head group's weights per thread, shared by every layer and plan:
+executor/kernels/attention.py). Last, ``gc.debug.profile`` of the LSTM step (``--profile
+encoder``: of the encoder steps): the op kinds and nodes that take the time. Not a test: the
+numbers depend on the machine and on what else runs on it; nothing is asserted.
+
+Run only some workloads with ``--only encoder`` (or ``lstm``).
 """
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ import graphc as gc  # noqa: E402
 import graphc.nn.functional as gF  # noqa: E402
 from graphc import nn, optim  # noqa: E402
 from graphc.apps.bench_harness import blas_line, ort_status  # noqa: E402
+from graphc.executor.kernels.attention import scratch_bytes  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -167,7 +174,7 @@ def encoder_train():
     tloss = tstep(tx, ty)
     notes = {"loss": abs(scalar(loss) - scalar(tloss)), "params after step": state_diff(model, tmodel)}
     extra = {"loss": scalar(loss), "nodes": len(step.graph.nodes), "compile ms": compile_s * 1e3,
-             "first call ms": first_s * 1e3}
+             "first call ms": first_s * 1e3, "plan": step, "inputs": (x, y)}
     return "encoder train step", {"graphc": lambda: step(x, y), "torch": lambda: tstep(tx, ty)}, notes, extra
 
 
@@ -201,7 +208,8 @@ def encoder_infer():
         name = session.get_inputs()[0].name
         notes["out vs onnxruntime"] = float(np.abs(out - session.run(None, {name: x})[0]).max())
         fns["onnxruntime"] = lambda: session.run(None, {name: x})
-    extra = {"nodes": len(plan.graph.nodes), "compile ms": compile_s * 1e3, "first call ms": first_s * 1e3}
+    extra = {"nodes": len(plan.graph.nodes), "compile ms": compile_s * 1e3, "first call ms": first_s * 1e3,
+             "plan": plan, "inputs": (x,)}
     return "encoder inference", fns, notes, extra
 
 
@@ -231,11 +239,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (the median is printed)")
     parser.add_argument("--calls", type=int, default=5, help="calls per round")
-    parser.add_argument("--no-profile", action="store_true", help="skip gc.debug.profile of the LSTM step")
+    parser.add_argument("--no-profile", action="store_true", help="skip gc.debug.profile")
+    parser.add_argument("--profile", choices=("lstm", "encoder"), default="lstm", help="which steps to profile")
+    parser.add_argument("--only", choices=("lstm", "encoder"), help="run only these workloads")
     args = parser.parse_args(argv)
     if min(args.rounds, args.calls) < 1:
         parser.error("--rounds and --calls must be at least 1")
-    workloads = [make() for make in (lstm_train, encoder_train, encoder_infer)]
+    makers = {"lstm": (lstm_train,), "encoder": (encoder_train, encoder_infer)}
+    workloads = [make() for kind, group in makers.items() if args.only in (None, kind) for make in group]
 
     print(f"sequence models, float32, CPU; median of {args.rounds} interleaved rounds x {args.calls} calls")
     print(blas_line() + f"; torch {torch.__version__}, {torch.get_num_threads()} threads"
@@ -263,10 +274,21 @@ def main(argv=None) -> int:
         print(f"{name:<20} {extra['compile ms']:>14.1f} {extra['first call ms']:>14.1f} {extra['nodes']:>11}"
               + (f"  ({extra['scans']} scan nodes)" if "scans" in extra else ""))
 
+    encoders = [(name, extra) for name, _, _, extra in workloads if name.startswith("encoder")]
+    if encoders:
+        print(f"\n{'encoder memory':<20} {'arena':>10} {'live peak':>10} {'saved':>10}")
+        for name, extra in encoders:
+            report = extra["plan"].memory_report()
+            saved = sum(s[2] for s in report.saved)
+            print(f"{name:<20} {report.arena_bytes / 1024:>7.0f} KiB {report.live_peak_bytes / 1024:>6.0f} KiB"
+                  f" {saved / 1024:>6.0f} KiB")
+        print(f"(plus the attention kernels' workspaces, outside the arena: {scratch_bytes() / 1024:.0f} KiB)")
+
     if not args.no_profile:
-        extra = workloads[0][3]
-        print("\ngc.debug.profile of the lstm LM train step:")
-        print(gc.debug.profile(extra["plan"], *extra["inputs"], steps=10).table(limit=10))
+        for name, _, _, extra in workloads:
+            if name.startswith(args.profile):
+                print(f"\ngc.debug.profile of the {name}:")
+                print(gc.debug.profile(extra["plan"], *extra["inputs"], steps=10).table(limit=10))
     return 0
 
 
