@@ -69,6 +69,7 @@ class Plan:
         self._gradients = list(graph.meta.get("gradients", []))  # {param, accumulates} per trailing output
         self.gradients: dict = {}  # the last call's gradients, by state name (see _take_gradients)
         self.on_gradients = None  # called with them after each call
+        self.before_save = None  # called first by save(); raises what the file cannot hold
         self._last_batch = None
         self._expected: dict[int, list] = {}
         # a plan specialised on Python numbers (graph.meta["guards"]) builds another for other values
@@ -358,6 +359,8 @@ class Plan:
         from .comm import agree, group
         from .serialize import save_plan
 
+        if self.before_save is not None:  # gc.compile's refusals of what a file cannot hold yet
+            self.before_save()
         pg = group()
         if pg is None or pg.size == 1 or not self._collective:
             save_plan(self, path, self.metadata)

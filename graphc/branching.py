@@ -137,10 +137,9 @@ def _same_gradients(tracer_t, tracer_f, where) -> None:
     left, right = params(tracer_t), params(tracer_f)
     if left == right:
         return
-    optimizer = tracer_t.optimizer or tracer_f.optimizer
-    if optimizer is not None:
-        names = {id(t): name for name, t in tracer_t.state_tensors.items()}
-        only = left ^ right
+    names = {id(t): name for name, t in tracer_t.state_tensors.items()}
+    only = left ^ right
+    for optimizer in tracer_t.optimizers or tracer_f.optimizers:
         for group in optimizer.param_groups:
             if not optimizer.zero_gradient_keeps(group) and any(names.get(id(p)) in only for p in group["params"]):
                 raise TraceError(

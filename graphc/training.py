@@ -2,6 +2,8 @@
 (optimizer pass), all in ONE graph run by one plan."""
 from __future__ import annotations
 
+import functools
+
 from .executor import Plan
 from .ir.errors import GraphcError
 from .nn.module import Module
@@ -107,20 +109,23 @@ def compile_function(fn, example_inputs, passes="default", device="cpu", verify=
     elif data_parallel_spec(root):
         graph.meta[TRAINING]["data_parallel"] = data_parallel_spec(root)
     skip = () if check_finite else ("guard_finite",)
-    optimizer = tracer.optimizer
-    rates = [g["lr"] for g in optimizer.param_groups] if optimizer is not None else []
-    example = numeric_example(verify, example_inputs, tracer.state_arrays, rates)
+    optimizers = tracer.optimizers
+    groups = [g for optimizer in optimizers for g in optimizer.param_groups]  # the order of graph.meta's lr inputs
+    example = numeric_example(verify, example_inputs, tracer.state_arrays, [g["lr"] for g in groups])
     graph = run_pipeline(graph, "step" if stepped else "inference", passes, run_graph_node, verify, skip,
                          example=example)
     # a step that updates parameters (an optimizer, or by hand: p.data.add_(...)) is a training plan
-    trains = optimizer is not None or any(graph.state_roles[name] == "param" for name in graph.updates)
+    trains = bool(optimizers) or any(graph.state_roles[name] == "param" for name in graph.updates)
     if trains:
         graph.meta["returns"] = "all"
     plan = Plan(graph, tracer.state_arrays, device=device, seed=next_seed(),
                 kind="training" if trains else "inference",
-                param_groups=optimizer.param_groups if optimizer is not None else None, memory_budget=memory_budget)
-    if optimizer is not None:
+                param_groups=groups if optimizers else None, memory_budget=memory_budget)
+    for optimizer in optimizers:
         _attach(optimizer, plan, tracer)
+    if len(optimizers) > 1:
+        plan.lr_schedulers = []  # each optimizer's schedulers edit its own groups, which the plan reads live
+        plan.before_save = functools.partial(_refuse_saving_schedulers, optimizers)
     if graph.meta.get("gradients"):
         plan.on_gradients = _gradient_writer(graph.meta["gradients"], tracer.state_tensors, plan.backend)
     return plan
@@ -139,3 +144,12 @@ def _gradient_writer(entries: list, params: dict, backend):
                 grad = backend.asarray(param.grad.array) + grad
             param.grad = Tensor(grad)
     return write
+
+
+def _refuse_saving_schedulers(optimizers) -> None:
+    """A plan file keeps learning-rate schedulers over the plan's groups as one list; those of
+    several optimizers stepped in one function (each over its own groups) it cannot place."""
+    if any(optimizer.lr_schedulers for optimizer in optimizers):
+        raise GraphcError("plan.save: this plan steps several optimizers and some have learning-rate schedulers, "
+                          "which a plan file cannot hold yet; save the models' and optimizers' state_dict() "
+                          "(and the schedulers') with gc.save instead")

@@ -46,10 +46,18 @@ def add_optimizer_updates(out: Graph, grads: dict, groups: list, step_per_param:
     (``optim.<param>.step``, ``step_per_param=True``), as PyTorch's per-parameter ``step``."""
     source = next((g["source"] for g in groups if g.get("source")), None)  # where the optimizer was built
     b = Builder(out, meta={"pass": "optimizer", "phase": "update", **({"source": source} if source else {})})
-    shared = None if step_per_param else _add_step(out, b, STEP)
-    hyper_inputs = []
-    for index, group in enumerate(groups):
-        name = out.unique_name(lr_input_name(index, len(groups)))
+    # a second optimizer stepped in the same function (its own parameters) shares the one count:
+    # both step once per call
+    if step_per_param:
+        shared = None
+    elif STEP in out.state:
+        shared = out.state[STEP], out.updates[STEP]
+    else:
+        shared = _add_step(out, b, STEP)
+    hyper_inputs = list(out.meta.get("hyper_inputs", []))
+    earlier = len(hyper_inputs)
+    for index, group in enumerate(groups, start=earlier):
+        name = out.unique_name(lr_input_name(index, earlier + len(groups)))
         lr = out.add_input(Value(name, SCALAR_F64))
         hyper_inputs.append(name)
         update = _UPDATES.get(group["kind"])
@@ -67,8 +75,8 @@ def add_optimizer_updates(out: Graph, grads: dict, groups: list, step_per_param:
                 ctx = _GroupContext(b, out, lr, *_add_step(out, b, f"optim.{pname}.step"), group["hyper"])
             out.updates[pname] = update(ctx, pname, (current or {}).get(pname, out.state[pname]), grad)
     out.meta["hyper_inputs"] = hyper_inputs
-    out.meta["optimizer"] = [{"kind": g["kind"], "params": list(g["params"]), "hyper": dict(g["hyper"])}
-                             for g in groups]
+    out.meta["optimizer"] = out.meta.get("optimizer", [])[:earlier] + [
+        {"kind": g["kind"], "params": list(g["params"]), "hyper": dict(g["hyper"])} for g in groups]
 
 
 def _add_step(out: Graph, b: Builder, name: str) -> tuple:

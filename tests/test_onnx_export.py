@@ -169,3 +169,20 @@ def test_every_edge_has_a_shape_and_outputs_need_no_identity(tmp_path):
     graphc_values = {v.name for n in plan.graph.nodes for v in n.outputs}
     assert computed & graphc_values <= shaped and len(shaped) == len(plan.graph.nodes) - 1
     assert graph.value_info[0].type.tensor_type.shape.dim[0].dim_param == "N"
+
+
+def test_a_value_broadcast_to_a_symbolic_dim_it_lacks_reads_the_dim_at_run_time(tmp_path):
+    """``gc.empty(x.size(0), 1).fill_(v)``: a scalar expanded to ``[N, 1]`` (Expand's 1 would keep
+    the scalar's 1), next to a symbolic dim the input has (written as 1)."""
+    ort = pytest.importorskip("onnxruntime")
+
+    class Filled(nn.Module):
+        def forward(self, x):
+            return gc.empty(x.size(0), 1).fill_(2.0) + x[:, :1].expand(x.size(0), 3)
+
+    path = tmp_path / "filled.onnx"
+    gc.export(Filled(), (np.zeros((4, 4), np.float32),), path)
+    session = ort.InferenceSession(str(path))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = session.run(None, {session.get_inputs()[0].name: x})[0]
+    np.testing.assert_array_equal(got, 2.0 + np.repeat(x[:, :1], 3, axis=1))

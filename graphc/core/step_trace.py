@@ -116,10 +116,8 @@ def traced_step(optimizer, tracer) -> None:
     """``optimizer.step()`` inside a function being compiled: append its update ops."""
     where = tracer.user_location()
     meta = _meta(tracer)
-    if meta["stepped"]:
-        raise TraceError("optimizer.step() was already called in this compiled function: a plan runs one "
-                         "optimizer update per call (compile one step and call the plan once per step)", where)
     names = {id(t): name for name, t in tracer.state_tensors.items()}
+    _check_one_update_per_parameter(tracer, optimizer, names, where)
     groups = optimizer.spec(names)
     grads, unused = {}, []
     for group in optimizer.param_groups:
@@ -147,4 +145,19 @@ def traced_step(optimizer, tracer) -> None:
     for name in grads:  # later reads and in-place writes (weight clipping after step()) see the update
         tracer.write_state(name, tracer.graph.updates[name])
     meta["stepped"].append(True)
-    tracer.optimizer = optimizer
+    tracer.optimizers.append(optimizer)
+
+
+def _check_one_update_per_parameter(tracer, optimizer, names: dict, where) -> None:
+    """Several optimizers may step in one compiled function (an encoder's and a decoder's), each
+    once and over parameters no other one updates: a plan updates each parameter once per call."""
+    if any(o is optimizer for o in tracer.optimizers):
+        raise TraceError(f"{type(optimizer).__name__}.step() was already called in this compiled function: a plan "
+                         "runs one update of each parameter per call (compile one step and call the plan once per "
+                         "step)", where)
+    stepped = {id(p) for o in tracer.optimizers for p in o.params()}
+    shared = [names.get(id(p), "?") for p in optimizer.params() if id(p) in stepped]
+    if shared:
+        raise TraceError(f"{type(optimizer).__name__}.step(): {', '.join(shared[:3])} already updated by another "
+                         "optimizer's step() in this compiled function; a plan updates each parameter once per call",
+                         where)

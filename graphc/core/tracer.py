@@ -112,7 +112,7 @@ class Tracer:
         self.state_tensors: dict = {}  # state name -> the eager Parameter or buffer it stands for
         self.no_grad_values: set = set()  # ids of values recorded inside gc.no_grad()
         self._stopped: dict = {}  # id(value) -> its stop_gradient, made when grad mode reads it
-        self.optimizer = None  # the optimizer a traced optimizer.step() ran
+        self.optimizers: list = []  # the optimizers whose step() the trace ran, in order
         self.grads_reset: set = set()  # ids of parameters whose .grad the step set to None or zeroed
         self.scope: list = []
         self.batch_size = None

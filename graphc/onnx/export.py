@@ -269,9 +269,15 @@ def _ne(w: _Writer, node, ins, out):
 
 
 def _broadcast_to(w: _Writer, node, ins, out):
-    # Expand broadcasts both ways: a 1 keeps the input's dim, which is how the batch dim is written
-    shape = [d if isinstance(d, int) else 1 for d in node.attrs["shape"]]
-    w.node("Expand", [ins[0], w.constant(np.array(shape, np.int64), "shape")], [out], node.meta)
+    # Expand broadcasts both ways: a 1 keeps the input's dim, which is how a symbolic dim the input
+    # already has is written; one the input lacks (a scalar filled to [N, 1]) is read at run time
+    target, have = list(node.attrs["shape"]), list(node.inputs[0].type.shape)
+    aligned = [None] * (len(target) - len(have)) + have
+    if all(isinstance(d, int) or d == a for d, a in zip(target, aligned)):
+        shape = w.constant(np.array([d if isinstance(d, int) else 1 for d in target], np.int64), "shape")
+    else:
+        shape = shape_tensor(w, node, target)
+    w.node("Expand", [ins[0], shape], [out], node.meta)
 
 
 def _argmax(w: _Writer, node, ins, out):
