@@ -841,14 +841,15 @@ def build_table() -> dict[str, OpInfo]:
     from op_table_control import control_table
     from op_table_loss import loss_table
     from op_table_nn import nn_table
+    from op_table_recurrent import recurrent_cell_table
 
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
                   nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table,
-                  _custom_table, control_table, _random_table, attention_table):
+                  _custom_table, control_table, _random_table, attention_table, recurrent_cell_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
-            info.internal = build in (backward_table, fused_table, attention_table)
+            info.internal = build in (backward_table, fused_table, attention_table, recurrent_cell_table)
             table[info.op] = info
     return table
 

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ...ir.registry import REGISTRY
 from . import attention, collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, reduce, shape
+from . import recurrent_cell
 from .base import as_kernel, writes_out
 
 
@@ -41,7 +42,7 @@ def _cast_inputs_to_output(factory):
 
 TABLE = {}
 for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, attention, loss, collective, custom,
-                control):
+                control, recurrent_cell):
     TABLE.update(_module.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef

@@ -2,7 +2,8 @@
 
 Each graphc op maps to standard ONNX ops (fused ones are written back as their parts:
 ``linear_relu`` -> Gemm + Relu, ``conv2d_relu`` -> Conv + Relu, ``attention`` -> MatMul, Softmax,
-MatMul: ``export_attention``; ``cond``, ``scan`` and
+MatMul: ``export_attention``; ``lstm_cell``, ``gru_cell`` -> Split, Sigmoid, Tanh, Mul, Add:
+``export_recurrent_cell``; ``cond``, ``scan`` and
 ``while_loop`` -> If, Scan and Loop with their bodies as subgraphs: ``control_export``), so
 Netron opens the file and onnxruntime runs it. The batch dim is the named dynamic dim ``N``;
 constants (the frozen weights) are initializers; node names carry the module path, doc strings
@@ -20,6 +21,7 @@ from .dtypes import ELEMENT_TYPES as _ELEMENT_TYPES
 from .control_export import CONTROL_WRITERS
 from .export_attention import write_attention
 from .export_fill import shape_tensor, write_full
+from .export_recurrent_cell import RECURRENT_CELL_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
@@ -65,7 +67,7 @@ class _Writer:
     def write(self, node, renamed: dict | None = None) -> None:
         """Write one graphc node. Its outputs take ``renamed``'s names, else their own (the
         main graph), or fresh ones (``renamed`` None: a body, whose names repeat the outer ones)."""
-        control, writer = CONTROL_WRITERS.get(node.op), WRITERS.get(node.op)
+        control, writer = MULTI_OUTPUT_WRITERS.get(node.op), WRITERS.get(node.op)
         if control is None and writer is None:
             raise GraphcError(f"ONNX export: graphc op {node.op!r} has no ONNX form yet", node.location())
         if control is None and len(node.outputs) != 1:
@@ -306,6 +308,7 @@ WRITERS = {
     "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta), "full": write_full,
     "attention": write_attention,
 }
+MULTI_OUTPUT_WRITERS = {**CONTROL_WRITERS, **RECURRENT_CELL_WRITERS}  # writer(w, node, ins, outs)
 
 
 def _safe(name: str) -> str:
