@@ -17,8 +17,10 @@ from ..ir.graph import Graph, Node, Value
 __all__ = ["autodiff", "unbroadcast"]
 
 
-def autodiff(graph: Graph, loss: Value, wrt: list[str]) -> tuple[Graph, dict[str, Value | None]]:
-    """Return ``(graph with backward nodes, {param name: gradient Value or None})``.
+def autodiff(graph: Graph, loss: Value, wrt: list[str], at: dict | None = None) -> tuple[Graph, dict[str, Value | None]]:
+    """Return ``(graph with backward nodes, {param name: gradient Value or None})``; ``at``
+    names the value a parameter is differentiated at where it is not its state value (a
+    parameter read after its update in a traced step: nothing flows back into the update).
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
@@ -33,11 +35,12 @@ def autodiff(graph: Graph, loss: Value, wrt: list[str]) -> tuple[Graph, dict[str
         raise GraphcError(f"the loss must be a floating-point scalar, got {loss.type}")
     out = graph.copy()
     builder = Builder(out)
-    active = depends_on(graph.nodes, [graph.state[name] for name in wrt])
+    sources = {name: (at or {}).get(name, graph.state[name]) for name in wrt}
+    active = depends_on(graph.nodes, list(sources.values()))
     relevant = reaches(graph.nodes, [loss])
     cotangents: dict[int, Value] = {id(loss): builder.constant(np.array(1.0, loss.type.dtype.numpy), loss.type.dtype)}
     backpropagate(builder, graph.nodes, cotangents, active, relevant, meta_of=_backward_meta)
-    return out, {name: cotangents.get(id(graph.state[name])) for name in wrt}
+    return out, {name: cotangents.get(id(source)) for name, source in sources.items()}
 
 
 def _backward_meta(node: Node) -> dict:

@@ -70,7 +70,8 @@ def _fill_placeholders(graph: Graph, meta: dict) -> Graph:
         by_loss.setdefault(entry["loss"], []).append(entry)
     for loss_name, entries in by_loss.items():
         values = out.value_by_name()
-        diffed, grads = autodiff(out, values[loss_name], list(dict.fromkeys(e["param"] for e in entries)))
+        read_at = {e["param"]: values[e["at"]] for e in entries if "at" in e}  # read after an update in the step
+        diffed, grads = autodiff(out, values[loss_name], list(dict.fromkeys(e["param"] for e in entries)), read_at)
         builder = Builder(diffed, meta={"pass": "autodiff", "phase": "backward"})
         for param, grad in grads.items():
             if grad is None:  # reached only through integer ops: a zero gradient, as PyTorch gives

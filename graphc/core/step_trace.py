@@ -62,10 +62,11 @@ def traced_backward(tensor, gradient=None, retain_graph=None, create_graph=False
                          "depend on any parameter that requires grad (or was computed inside gc.no_grad())", where)
     meta = _meta(tracer)
     meta["losses"].append(loss.name)
-    for name, param in params:
+    for name, param, read in params:
         value = tracer.graph.add_input(Value(tracer.graph.unique_name(f"grad.{name}"), tracer.graph.state[name].type))
         tracer.builder.reserve(value.name)
-        meta["placeholders"].append({"value": value.name, "param": name, "loss": loss.name})
+        meta["placeholders"].append({"value": value.name, "param": name, "loss": loss.name,
+                                     **({"at": read.name} if read is not None else {})})
         grad = Tensor(_value=value, _tracer=tracer)
         param.grad = grad if param.grad is None else param.grad + grad  # accumulates, as eager backward()
 
@@ -89,26 +90,38 @@ def gradient_outputs(tracer) -> list:
 
 
 def _differentiable_params(tracer, loss) -> list:
-    """``(state name, Parameter)`` for each parameter requiring grad that the loss reaches
-    through ops that pass gradients (``stop_gradient`` cuts the path)."""
-    needed = {id(loss)}
+    """``(state name, Parameter, value read)`` for each parameter requiring grad that the loss
+    reaches through ops that pass gradients (``stop_gradient`` cuts the path). ``value read``
+    is None for the parameter as the step began, or the value the loss reads it at after an
+    update in the same step (a GAN's generator loss through the discriminator it just
+    stepped): as eagerly, the gradient is the loss's w.r.t. the parameter as it is now, and
+    nothing flows back into the update."""
+    needed, read_after_update = {id(loss)}, {}
     for node in reversed(tracer.graph.nodes):
         if not any(id(v) in needed for v in node.outputs):
             continue
         if node.op != "stop_gradient":
             needed.update(id(v) for v in node.inputs)
-        elif id(node.inputs[0]) in tracer.updated_params:  # its gradient would silently be lost
+        elif id(node.inputs[0]) in tracer.updated_params:  # a parameter read after its update
             name, where = tracer.updated_params[id(node.inputs[0])]
-            raise TraceError(f"the loss reads parameter {name} after it was updated ({where}) in the same "
-                             "compiled step: the plan differentiates w.r.t. the parameters as the step began; compute "
-                             "the loss before updating them", tracer.user_location())
+            if read_after_update.setdefault(name, node.outputs[0]) is not node.outputs[0]:
+                raise TraceError(f"the loss reads parameter {name} at two of its values (updated at {where}); "
+                                 "backward() differentiates each parameter at one value", tracer.user_location())
     out = []
     for name, value in tracer.graph.state.items():
         tensor = tracer.state_tensors.get(name)
-        wanted = id(value) in needed or name in tracer.also_differentiate  # (used by the other side of a branch)
-        if (wanted and tracer.graph.state_roles[name] == "param" and value.type.dtype.is_float
+        if not (tracer.graph.state_roles[name] == "param" and value.type.dtype.is_float
                 and getattr(tensor, "requires_grad", False)):
-            out.append((name, tensor))
+            continue
+        wanted = id(value) in needed or name in tracer.also_differentiate  # (used by the other side of a branch)
+        if name in read_after_update:
+            if id(value) in needed:
+                raise TraceError(f"the loss reads parameter {name} both before and after its update in this compiled "
+                                 "step (PyTorch would refuse to differentiate the overwritten value); compute the "
+                                 "loss from one of them", tracer.user_location())
+            out.append((name, tensor, read_after_update[name]))
+        elif wanted:
+            out.append((name, tensor, None))
     return out
 
 
