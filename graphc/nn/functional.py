@@ -145,21 +145,26 @@ def _pad_dim(input, dim: int, before: int, after: int, value):
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad) // 2`` dims: ``pad = (left, right, top, bottom, ...)`` starting
-    from the last dim, as in PyTorch; negative amounts crop. Only ``mode='constant'`` (with any
-    ``value``, default 0) is supported. A composite of slice and concat, so the gradient
-    (a slice of the output's) comes from autodiff.
+    from the last dim, as in PyTorch; negative amounts crop. ``mode='constant'`` (any ``value``,
+    default 0) pads any number of dims; ``'reflect'`` (mirror without the edge), ``'replicate'``
+    (repeat the edge) and ``'circular'`` (wrap around) pad the last 1, 2 or 3 dims of a
+    batched or unbatched input, with PyTorch's checks and messages. Composites of slices
+    (reversed for reflect), broadcasts and concats, so the gradient comes from autodiff.
 
     >>> import graphc as gc
     >>> import graphc.nn.functional as F
     >>> F.pad(gc.tensor([[1.0, 2.0]]), (1, 2), value=-1.0).numpy()
     array([[-1.,  1.,  2., -1., -1.]], dtype=float32)
+    >>> F.pad(gc.tensor([[[1.0, 2.0, 3.0]]]), (1, 2), mode="circular").numpy()
+    array([[[3., 1., 2., 3., 1., 2.]]], dtype=float32)
     """
-    if mode != "constant":
-        raise GraphcError(f"F.pad(mode={mode!r}) is not supported: graphc pads with mode='constant' only")
+    from .functional_resample import check_pad_mode, pad_nonconstant
     pad = tuple(pad)
-    if len(pad) % 2 or len(pad) // 2 > input.ndim or not all(isinstance(p, (int, np.integer)) for p in pad):
-        raise GraphcError(f"F.pad: padding must be an even number of ints, two per padded dim, at most "
-                          f"{2 * input.ndim} for a {input.ndim}-D input; got {pad!r}")
+    if not all(isinstance(p, (int, np.integer)) for p in pad):
+        raise GraphcError(f"F.pad: padding must be ints, two per padded dim; got {pad!r}")
+    check_pad_mode(mode, input.ndim, pad, value)
+    if mode != "constant":
+        return pad_nonconstant(input, pad, mode)
     value = 0.0 if value is None else value
     out = input
     for i in range(len(pad) // 2):  # pad[0:2] is the last dim
