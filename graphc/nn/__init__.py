@@ -1,5 +1,6 @@
 """``graphc.nn``: modules with PyTorch's API, plus ``graphc.nn.functional``."""
 from . import functional, init, parallel, utils
+from . import functional_vision  # noqa: F401  (declares F.selu, F.prelu, F.instance_norm, F.max_unpool2d, ...)
 from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
                          Softplus, Tanh)
 from .containers import Identity, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -12,6 +13,9 @@ from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d
                       ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                       ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm
+from .activation_vision import (CELU, SELU, Hardsigmoid, LogSigmoid, Mish, PReLU, Softmax2d, Softmin, Softsign,
+                                Tanhshrink, Threshold)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sync_batchnorm import SyncBatchNorm
 from .attention import MultiheadAttention
@@ -33,4 +37,7 @@ __all__ = [
     "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
     # losses
     "BCELoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss", "SmoothL1Loss",
+    # vision normalization and activations
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "CELU", "SELU", "Hardsigmoid",
+    "LogSigmoid", "Mish", "PReLU", "Softmax2d", "Softmin", "Softsign", "Tanhshrink", "Threshold",
 ]

@@ -1,5 +1,6 @@
-"""Normalization layers: BatchNorm1d/2d, LayerNorm and GroupNorm, with PyTorch's parameter and
-buffer names, shapes and initial values (weight 1, bias 0)."""
+"""Normalization layers: BatchNorm1d/2d, LayerNorm, GroupNorm, InstanceNorm1d/2d/3d and
+LocalResponseNorm, with PyTorch's parameter and buffer names, shapes and initial values
+(weight 1, bias 0)."""
 from __future__ import annotations
 
 import numpy as np
@@ -130,3 +131,94 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(Module):
+    _rank: int = 0
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device=None, dtype=None):
+        super().__init__()
+        int_at_least("num_features", num_features)
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _affine_params(self, num_features, affine, True)
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros(num_features, np.float32))
+            self.register_buffer("running_var", np.ones(num_features, np.float32))
+            self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def forward(self, x):
+        name = type(self).__name__
+        if x.ndim not in (self._rank, self._rank + 1):
+            raise ShapeError(f"{name}: expected {self._rank}D or {self._rank + 1}D input, got {x.ndim}D "
+                             f"{tuple(x.shape)}")
+        unbatched = x.ndim == self._rank
+        if unbatched:
+            x = x.unsqueeze(0)
+        if x.shape[1] != self.num_features and (self.affine or self.track_running_stats):
+            raise ShapeError(f"{name}({self.num_features}) expected input's size at dim 1 to match num_features "
+                             f"({self.num_features}), but got {x.shape[1]}")
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats, self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm over (N, C, L) or (C, L): each sample's channel normalized over L.
+    ``affine`` and ``track_running_stats`` default to False, as in PyTorch.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.InstanceNorm1d(2)(gc.tensor([[[1.0, 3.0], [2.0, 6.0]]])).numpy().round(3).tolist()
+    [[[-1.0, 1.0], [-1.0, 1.0]]]
+    """
+    _rank = 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm over (N, C, H, W) or (C, H, W).
+
+    >>> from graphc import nn
+    >>> list(nn.InstanceNorm2d(3, affine=True, track_running_stats=True).state_dict())
+    ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+    """
+    _rank = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over (N, C, D, H, W) or (C, D, H, W).
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.InstanceNorm3d(2)(gc.randn(1, 2, 2, 2, 2)).shape
+    (1, 2, 2, 2, 2)
+    """
+    _rank = 4
+
+
+class LocalResponseNorm(Module):
+    """Divide each value by ``(k + alpha / size * sum of squares over size neighbouring channels)
+    ** beta`` (AlexNet's normalization).
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.LocalResponseNorm(2, alpha=1.0, beta=1.0, k=0.0)(gc.ones(1, 3, 1, 1)).numpy().ravel().tolist()
+    [2.0, 1.0, 1.0]
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
