@@ -117,3 +117,34 @@ def test_the_same_optimizer_twice_or_a_parameter_updated_twice_is_refused():
         gc.compile(twice, batches()[0])
     with pytest.raises(gc.TraceError, match="already updated by another optimizer"):
         gc.compile(overlapping, batches()[0])
+
+
+def test_one_optimizer_in_two_plans_keeps_one_state():
+    """A step compiled again at another fixed size (a Transformer LM's plan per sequence
+    length): both plans move the same Adam moments and step count, as the eager loop does."""
+    def make():
+        gc.manual_seed(1)
+        model = nn.Linear(4, 1)
+        opt = optim.Adam(model.parameters(), lr=0.05)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((model(x).sum(1) - y) ** 2).mean()  # x: (N, T, 4), T fixed per plan
+            loss.backward()
+            opt.step()
+            return loss
+        return step, model, opt
+    rng = np.random.default_rng(2)
+    batches = [(rng.standard_normal((3, t, 4)).astype(np.float32), rng.standard_normal((3, 1)).astype(np.float32))
+               for t in (3, 5, 3, 5, 5, 3)]
+    (eager, model_e, opt_e), (step, model_c, opt_c) = make(), make()
+    plans = {}
+    for x, y in batches:
+        plan = plans.setdefault(x.shape[1], gc.compile(step, (x, y)))
+        assert float(plan(x, y)) == pytest.approx(float(eager(gc.tensor(x), gc.tensor(y)).numpy()), rel=RTOL)
+    assert len(plans) == 2
+    assert_same([model_e], [model_c])
+    state_e, state_c = opt_e.state_dict()["state"], opt_c.state_dict()["state"]
+    for index, slots in state_e.items():
+        for slot, value in slots.items():
+            np.testing.assert_allclose(np.asarray(state_c[index][slot]), np.asarray(value), rtol=RTOL, atol=1e-8)

@@ -128,8 +128,11 @@ class Optimizer:
         return self._eager
 
     def attach_plan(self, plan, param_names: list) -> None:
-        """Called by ``gc.compile``: the plan holds this optimizer's state from now on."""
+        """Called by ``gc.compile``: the plan holds this optimizer's state from now on. A second
+        plan of the same optimizer (a step compiled again at another shape) shares the first's
+        state arrays, so a step in either moves the one optimizer state."""
         carried = self._plan_state() if self._eager is not None or self._plan is not None else {}
+        previous = self._plan
         self._plan, self._param_names = plan, list(param_names)
         plan.lr_schedulers = self.lr_schedulers  # shared: schedulers built later are saved too
         for key, _, value in self.initial_slots(self._param_names):
@@ -138,6 +141,8 @@ class Optimizer:
         self._eager = None  # eager steps from now on share the plan's state
         if carried:  # state of earlier eager steps (or an earlier plan) carries over
             self._load_plan_state(carried, missing_ok=True)
+        if previous is not None and previous is not plan:
+            _share_state(previous.state, plan.state)
 
     def state_dict(self) -> dict:
         """PyTorch's layout: ``{"state": {index: {slot: array}}, "param_groups": [...]}`` with
@@ -244,6 +249,16 @@ class Optimizer:
         for i, g in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}: " + ", ".join(f"{k}: {v}" for k, v in g.items() if k != "params"))
         return "\n".join(lines) + "\n)"
+
+
+def _share_state(old: dict, new: dict) -> None:
+    """The new plan's optimizer arrays become the old plan's (same name, shape, dtype and
+    device), before the new plan builds a program over them."""
+    for key, array in old.items():
+        mine = new.get(key)
+        if (key.startswith("optim.") and mine is not None and type(mine) is type(array)
+                and mine.shape == array.shape and mine.dtype == array.dtype):
+            new[key] = array
 
 
 def zero_grads(params, set_to_none: bool = True) -> None:
