@@ -13,6 +13,7 @@ from typing import NamedTuple
 from ...ir.registry import REGISTRY
 from . import attention, collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, reduce, shape
 from . import recurrent_cell
+from . import conv_transpose
 from .base import as_kernel, writes_out
 
 
@@ -44,6 +45,7 @@ TABLE = {}
 for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, attention, loss, collective, custom,
                 control, recurrent_cell):
     TABLE.update(_module.KERNELS)
+TABLE.update(conv_transpose.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])
