@@ -12,6 +12,7 @@ from .module import Module, Parameter
 from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,  # noqa: E501
                       ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                       ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
+from .resampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm
 from .activation_vision import (CELU, SELU, Hardsigmoid, LogSigmoid, Mish, PReLU, Softmax2d, Softmin, Softsign,
@@ -35,6 +36,8 @@ __all__ = [
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    # resampling
+    "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     # losses
     "BCELoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss", "SmoothL1Loss",
     # vision normalization and activations

@@ -172,59 +172,24 @@ def pad(input, pad, mode="constant", value=None):
     return out
 
 
-def _integer_factor(value, what) -> int:
-    factor = float(value)
-    if not (factor >= 1 and factor == int(factor)):
-        raise GraphcError(f"F.interpolate(mode='nearest') supports integer upsampling factors only; "
-                          f"{what} is {value!r}")
-    return int(factor)
-
-
-def _nearest_factors(input, size, scale_factor) -> list:
-    """One integer factor per spatial dim, from ``size`` or ``scale_factor`` (exactly one given)."""
-    spatial = input.ndim - 2
-    if (size is None) == (scale_factor is None):
-        raise GraphcError("F.interpolate: exactly one of size or scale_factor should be defined")
-    given = size if size is not None else scale_factor
-    values = list(given) if isinstance(given, (tuple, list)) else [given] * spatial
-    if len(values) != spatial:
-        raise GraphcError(f"F.interpolate: {'size' if size is not None else 'scale_factor'} {given!r} must have "
-                          f"{spatial} entries for a {input.ndim}-D input")
-    if scale_factor is not None:
-        return [_integer_factor(s, "scale_factor") for s in values]
-    dims = input.shape[2:]
-    return [_integer_factor(out / d, f"size {out} over input size {d}") for out, d in zip(values, dims)]
-
-
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Nearest-neighbour upsampling of (N, C, L), (N, C, H, W) or (N, C, D, H, W) input by integer
-    factors (``scale_factor=2``, or a ``size`` that is a multiple of the input size). It equals
-    PyTorch's index rule ``floor(i / factor)`` exactly: each value is repeated ``factor`` times,
-    written as reshape + broadcast + reshape, so the gradient (a sum over each block) comes from
-    autodiff. Other modes and fractional factors raise a ``GraphcError``.
+    """Resize the spatial dims of (N, C, L), (N, C, H, W) or (N, C, D, H, W) input, as
+    PyTorch's ``F.interpolate``: ``mode`` 'nearest', 'nearest-exact', 'linear', 'bilinear',
+    'bicubic', 'trilinear' or 'area'; ``size`` or ``scale_factor`` (fractional too),
+    ``align_corners``, ``recompute_scale_factor``. Written in graphc/nn/functional_resample.py
+    (one constant matmul per spatial dim; nearest by integer factors is a broadcast).
 
     >>> import graphc as gc
     >>> import graphc.nn.functional as F
     >>> F.interpolate(gc.tensor([[[1.0, 2.0]]]), scale_factor=2).numpy()
     array([[[1., 1., 2., 2.]]], dtype=float32)
     """
-    if mode != "nearest":
-        raise GraphcError(f"F.interpolate(mode={mode!r}) is not supported: graphc has mode='nearest' only")
-    if align_corners is not None:
-        raise GraphcError("align_corners option can only be set with the interpolating modes: "
-                          "linear | bilinear | bicubic | trilinear")
-    if antialias:
-        raise GraphcError("F.interpolate(antialias=True) is not supported (it applies to bilinear/bicubic only)")
-    if input.ndim not in (3, 4, 5):
-        raise ShapeError(f"F.interpolate expects a 3-D, 4-D or 5-D input (N, C, spatial...), got {input.ndim}-D")
-    factors = _nearest_factors(input, size, scale_factor)
-    lead, spatial = list(input.dims[:2]), list(input.dims[2:])
-    split = lead + [d for s in spatial for d in (s, 1)]
-    blocks = lead + [d for s, f in zip(spatial, factors) for d in (s, f)]
-    out = apply("reshape", [input], {"shape": split})
-    out = apply("broadcast_to", [out], {"shape": blocks})
-    return apply("reshape", [out], {"shape": lead + [s * f for s, f in zip(spatial, factors)]})
+    from .functional_resample import interpolate as resample
+    return resample(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+
+
+from .functional_resample import affine_grid, grid_sample, pixel_shuffle, pixel_unshuffle  # noqa: E402,F401
 
 
 def _vector_norm(input, p, dim):

@@ -133,3 +133,346 @@ def pad_nonconstant(input, pad, mode):
                              f"{size + before + after}")
         out = take_along(out, axis, _pad_indices(mode, size, before, after))
     return out
+
+
+# ---- pixel (un)shuffle -------------------------------------------------------------------------
+
+def pixel_shuffle(input, upscale_factor: int):
+    """Rearrange ``(*, C * r * r, H, W)`` into ``(*, C, H * r, W * r)`` (PyTorch's
+    ``F.pixel_shuffle``): a reshape, a permute and a reshape.
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.pixel_shuffle(gc.arange(8.0).reshape(1, 4, 1, 2), 2).numpy()[0, 0]
+    array([[0., 2., 1., 3.],
+           [4., 6., 5., 7.]], dtype=float32)
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise ShapeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                         f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise GraphcError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.dims
+    if c % (r * r):
+        raise ShapeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                         f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    k = len(lead)
+    out = apply("reshape", [input], {"shape": lead + [c // (r * r), r, r, h, w]})
+    out = apply("permute", [out], {"perm": list(range(k)) + [k, k + 3, k + 1, k + 4, k + 2]})
+    return apply("reshape", [out], {"shape": lead + [c // (r * r), h * r, w * r]})
+
+
+def pixel_unshuffle(input, downscale_factor: int):
+    """Rearrange ``(*, C, H * r, W * r)`` into ``(*, C * r * r, H, W)``: ``pixel_shuffle``'s
+    inverse (PyTorch's ``F.pixel_unshuffle``).
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.pixel_unshuffle(gc.zeros(2, 3, 4, 6), 2).shape
+    (2, 12, 2, 3)
+    """
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise ShapeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                         f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise GraphcError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.dims
+    if h % r:
+        raise ShapeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                         f"input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise ShapeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                         f"input.size(-1)={w} is not divisible by {r}")
+    k = len(lead)
+    out = apply("reshape", [input], {"shape": lead + [c, h // r, r, w // r, r]})
+    out = apply("permute", [out], {"perm": list(range(k)) + [k, k + 2, k + 4, k + 1, k + 3]})
+    return apply("reshape", [out], {"shape": lead + [c * r * r, h // r, w // r]})
+
+
+# ---- interpolation: one constant (out, in) matrix per spatial dim --------------------------------
+
+_LINEAR_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+_MODES = ("nearest", "nearest-exact", "area") + tuple(_LINEAR_RANK)
+
+
+def _area_scale(size_in, size_out, align_corners, scale):
+    """PyTorch's ``area_pixel_compute_scale``: source step per output step."""
+    if align_corners:
+        return (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else size_in / size_out
+
+
+def _cubic_weights(t, a=-0.75):
+    """Keys' cubic convolution weights of the 4 taps around a source point at fraction ``t``."""
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def interpolation_matrix(mode, size_in, size_out, align_corners, scale, dtype=np.float64):
+    """The ``(size_out, size_in)`` matrix of one spatial dim's interpolation, with PyTorch's
+    index and weight formulas (``scale`` is the user's scale factor for that dim, or None)."""
+    m = np.zeros((size_out, size_in), dtype=np.float64)
+    rows = np.arange(size_out)
+    if mode in ("nearest", "nearest-exact"):  # float32 arithmetic, as PyTorch's nearest kernels
+        step = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(size_in) / np.float32(size_out)
+        pos = rows.astype(np.float32) + np.float32(0.5 if mode == "nearest-exact" else 0.0)
+        src = np.minimum(np.floor(pos * step).astype(np.int64), size_in - 1)
+        m[rows, src] = 1.0
+        return m.astype(dtype)
+    if mode == "area":  # adaptive average pooling's windows
+        for i in range(size_out):
+            start, stop = (i * size_in) // size_out, -((-(i + 1) * size_in) // size_out)
+            m[i, start:stop] = 1.0 / (stop - start)
+        return m.astype(dtype)
+    step = _area_scale(size_in, size_out, align_corners, scale)
+    src = step * rows if align_corners else step * (rows + 0.5) - 0.5
+    if mode == "bicubic":
+        base = np.floor(src).astype(np.int64)
+        for tap, w in zip(range(-1, 3), _cubic_weights(src - base)):
+            np.add.at(m, (rows, np.clip(base + tap, 0, size_in - 1)), w)
+        return m.astype(dtype)
+    src = np.maximum(src, 0.0)
+    low = np.minimum(np.floor(src).astype(np.int64), size_in - 1)
+    lam = np.clip(src - low, 0.0, 1.0)
+    high = np.minimum(low + 1, size_in - 1)
+    np.add.at(m, (rows, low), 1.0 - lam)
+    np.add.at(m, (rows, high), lam)
+    return m.astype(dtype)
+
+
+def _output_sizes(input, size, scale_factor, recompute_scale_factor):
+    """PyTorch's output sizes and the scale each dim's index formula uses (None: in / out)."""
+    spatial = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise GraphcError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise GraphcError("either size or scale_factor should be defined")
+    dims = list(input.dims[2:])
+    for d in dims:
+        if not isinstance(d, int):
+            raise GraphcError(f"F.interpolate cannot resize the symbolic dim {d!r} of a compiled graph")
+    if size is not None:
+        if recompute_scale_factor:
+            raise GraphcError("recompute_scale_factor is not meaningful with an explicit size.")
+        sizes = list(size) if isinstance(size, (tuple, list)) else [size] * spatial
+        if len(sizes) != spatial:
+            raise GraphcError(f"Input and output must have the same number of spatial dimensions, but got input "
+                              f"with spatial dimensions of {dims} and output size of {tuple(sizes)}. Please provide "
+                              f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                              f"format.")
+        return [int(s) for s in sizes], [None] * spatial
+    scales = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * spatial
+    if len(scales) != spatial:
+        raise GraphcError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                          f"with spatial dimensions of {dims} and scale_factor of shape {tuple(scales)}. Please "
+                          f"provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in "
+                          f"(s1, s2, ...,sK) format.")
+    sizes = [int(np.floor(float(d) * float(s))) for d, s in zip(dims, scales)]
+    return sizes, ([None] * spatial if recompute_scale_factor else [float(s) for s in scales])
+
+
+def _along(input, axis, matrix):
+    """``matrix`` (out, in) applied along spatial ``axis`` of ``input`` (a matmul)."""
+    m = _const(input, matrix)
+    dims = list(input.dims)
+    if axis == input.ndim - 1:
+        return apply("matmul", [input, apply("permute", [m], {"perm": [1, 0]})])
+    after = int(np.prod(dims[axis + 1:]))
+    if axis == input.ndim - 2:
+        return apply("matmul", [m, input])
+    flat = apply("reshape", [input], {"shape": dims[:axis + 1] + [after]})
+    out = apply("matmul", [m, flat])
+    return apply("reshape", [out], {"shape": dims[:axis] + [matrix.shape[0]] + dims[axis + 1:]})
+
+
+def _const(like, array):
+    """A constant tensor of ``array`` in ``like``'s dtype, on ``like``'s device."""
+    from ..ops.creation import tensor as make
+    t = make(np.ascontiguousarray(array, dtype=np.dtype(like.dtype.name)))
+    return t if str(like.device) == "cpu" else t.to(str(like.device))
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of (N, C, L), (N, C, H, W) or (N, C, D, H, W) input (PyTorch's
+    ``F.interpolate``): ``mode`` 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D),
+    'bicubic' (4-D, A = -0.75, clamped taps), 'trilinear' (5-D) or 'area'; ``size`` or
+    ``scale_factor`` (any positive float), ``align_corners``, ``recompute_scale_factor``, with
+    PyTorch's index and weight formulas. Each spatial dim is one matmul with a constant
+    (out, in) matrix (nearest by an integer factor: a broadcast), so gradients come from autodiff.
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.interpolate(gc.tensor([[[1.0, 2.0]]]), scale_factor=2, mode="linear").numpy()
+    array([[[1.  , 1.25, 1.75, 2.  ]]], dtype=float32)
+    """
+    if mode not in _MODES:
+        raise GraphcError(f"F.interpolate: unknown mode {mode!r}; expected one of {', '.join(_MODES)}")
+    if mode in _LINEAR_RANK:
+        align_corners = bool(align_corners)
+    elif align_corners is not None:
+        raise GraphcError("align_corners option can only be set with the interpolating modes: "
+                          "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise GraphcError("F.interpolate(antialias=True) is not supported")
+    if input.ndim not in (3, 4, 5):
+        raise GraphcError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
+                          f"modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                          f"(got {mode})")
+    if mode in _LINEAR_RANK and input.ndim != _LINEAR_RANK[mode]:
+        raise GraphcError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_RANK[mode]}D input")
+    sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    if mode == "nearest" and all(o % i == 0 and (s is None or s == o // i)
+                                 for o, i, s in zip(sizes, input.dims[2:], scales)):
+        return _nearest_blocks(input, [o // i for o, i in zip(sizes, input.dims[2:])])
+    out = input
+    for k, (size_in, size_out, scale) in enumerate(zip(input.dims[2:], sizes, scales)):
+        if size_in == size_out and (mode in ("nearest", "nearest-exact", "area") or scale in (None, 1.0)):
+            continue
+        out = _along(out, 2 + k, interpolation_matrix(mode, size_in, size_out, align_corners, scale))
+    return out
+
+
+def _nearest_blocks(input, factors):
+    """Nearest upsampling by integer factors: each value repeated as a broadcast block."""
+    lead, spatial = list(input.dims[:2]), list(input.dims[2:])
+    split = lead + [d for s in spatial for d in (s, 1)]
+    blocks = lead + [d for s, f in zip(spatial, factors) for d in (s, f)]
+    out = apply("reshape", [input], {"shape": split})
+    out = apply("broadcast_to", [out], {"shape": blocks})
+    return apply("reshape", [out], {"shape": lead + [s * f for s, f in zip(spatial, factors)]})
+
+
+# ---- grid sampling -------------------------------------------------------------------------------
+
+def _unnormalize(coord, size, align_corners):
+    """[-1, 1] grid coordinates to pixel coordinates (PyTorch's ``grid_sampler_unnormalize``)."""
+    if align_corners:
+        return (coord + 1.0) * ((size - 1) / 2.0)
+    return ((coord + 1.0) * size - 1.0) / 2.0
+
+
+def _reflect(coord, twice_low, twice_high):
+    """PyTorch's ``reflect_coordinates``: fold ``coord`` into [low, high] by mirroring."""
+    if twice_low == twice_high:
+        return coord * 0.0
+    low, span = twice_low / 2.0, (twice_high - twice_low) / 2.0
+    dist = (coord - low).abs()
+    flips = (dist / span).floor()
+    extra = dist - flips * span
+    even = (flips - ((flips / 2.0).floor() * 2.0)) == 0.0
+    return apply("where", [even, extra + low, (extra * -1.0) + (span + low)])
+
+
+def _source(coord, size, padding_mode, align_corners):
+    coord = _unnormalize(coord, size, align_corners)
+    if padding_mode == "border":
+        coord = coord.clamp(0.0, size - 1.0)
+    elif padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+        coord = coord.clamp(0.0, size - 1.0)
+    return coord
+
+
+def _tap_weights(coord, size, mode):
+    """(N, P, size): each sample's weight on each pixel along one dim: the bilinear tent
+    ``relu(1 - |coord - i|)`` (taps outside the image simply do not exist: zeros padding), or
+    1 where ``round(coord) == i`` for nearest (half to even, as PyTorch's ``nearbyint``)."""
+    from ..ops.creation import arange
+    pixels = arange(float(size), dtype=coord.dtype) if str(coord.device) == "cpu" else \
+        arange(float(size), dtype=coord.dtype).to(str(coord.device))
+    coord = apply("reshape", [coord], {"shape": list(coord.dims) + [1]})
+    if mode == "nearest":
+        return apply("cast", [coord.round() == pixels], {"dtype": coord.dtype.name})
+    return (1.0 - (coord - pixels).abs()).relu()
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample ``input`` (N, C, H, W) at ``grid`` (N, Ho, Wo, 2) locations (x, y in [-1, 1]),
+    as PyTorch's ``F.grid_sample`` for 4-D input: ``mode`` 'bilinear' or 'nearest',
+    ``padding_mode`` 'zeros', 'border' or 'reflection', ``align_corners`` (default False).
+    Written as per-sample tap weights along x and y (the bilinear tent ``relu(1 - |x - i|)``)
+    and two contractions, so gradients w.r.t. input and grid come from autodiff; the grid's
+    gradient is PyTorch's except exactly at integer pixel coordinates (where the tent has a kink).
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> image = gc.tensor([[[[0.0, 1.0], [2.0, 3.0]]]])
+    >>> F.grid_sample(image, gc.tensor([[[[0.0, 0.0]]]]), align_corners=True).numpy()
+    array([[[[1.5]]]], dtype=float32)
+    """
+    if mode not in ("bilinear", "nearest"):
+        raise GraphcError(f"nn.functional.grid_sample(): expected mode to be 'bilinear' or 'nearest', but got: "
+                          f"'{mode}'" + (" (bicubic is not supported by graphc)" if mode == "bicubic" else ""))
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise GraphcError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                          f"'reflection', but got: '{padding_mode}'")
+    if input.ndim != 4 or grid.ndim != 4:
+        raise GraphcError(f"F.grid_sample supports 4-D input and grid (graphc has no 5-D volumetric sampling); "
+                          f"got input {input.ndim}-D and grid {grid.ndim}-D")
+    n, c, h, w = input.dims
+    _, ho, wo, two = grid.dims
+    if two != 2:
+        raise ShapeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
+                         f"{list(grid.dims)}")
+    if not all(isinstance(d, int) for d in (c, h, w, ho, wo)):
+        raise GraphcError("F.grid_sample needs static channel and spatial sizes in a compiled graph")
+    align_corners = bool(align_corners)
+    points = apply("reshape", [grid], {"shape": [grid.dims[0], ho * wo, 2]})
+    x = apply("slice", [points], {"slices": [[None, None, 1], [None, None, 1], [0, None, 1]], "drop": [2]})
+    y = apply("slice", [points], {"slices": [[None, None, 1], [None, None, 1], [1, None, 1]], "drop": [2]})
+    wx = _tap_weights(_source(x, w, padding_mode, align_corners), w, mode)  # (N, P, W)
+    wy = _tap_weights(_source(y, h, padding_mode, align_corners), h, mode)  # (N, P, H)
+    rows = apply("reshape", [input], {"shape": [n, c * h, w]})
+    along_x = apply("matmul", [rows, apply("permute", [wx], {"perm": [0, 2, 1]})])  # (N, C*H, P)
+    along_x = apply("reshape", [along_x], {"shape": [n, c, h, ho * wo]})
+    weights_y = apply("reshape", [apply("permute", [wy], {"perm": [0, 2, 1]})], {"shape": [n, 1, h, ho * wo]})
+    out = (along_x * weights_y).sum(dim=2)
+    return apply("reshape", [out], {"shape": [n, c, ho, wo]})
+
+
+def _base_grid(sizes, align_corners):
+    """PyTorch's affine_grid base: per spatial dim ``linspace(-1, 1, size)`` (scaled by
+    ``(size - 1) / size`` without align_corners), as rows (x, y[, z], 1) in x-fastest order."""
+    axes = []
+    for size in sizes:
+        line = np.linspace(-1.0, 1.0, size) if size > 1 else np.zeros(1)
+        axes.append(line if align_corners else line * (size - 1) / size)
+    mesh = np.meshgrid(*axes, indexing="ij")  # sizes are (D,) H, W: x runs along the last dim
+    cols = [m.reshape(-1) for m in mesh[::-1]]
+    return np.stack(cols + [np.ones_like(cols[0])], axis=1)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grid of the affine maps ``theta`` (N, 2, 3) for ``size`` (N, C, H, W), or
+    (N, 3, 4) for (N, C, D, H, W), as PyTorch's ``F.affine_grid``: one matmul of the constant
+    base grid with ``theta`` transposed, so theta's gradient comes from autodiff.
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> identity = gc.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    >>> F.affine_grid(identity, (1, 1, 2, 2), align_corners=True).numpy()[0, 0]
+    array([[-1., -1.],
+           [ 1., -1.]], dtype=float32)
+    """
+    size = list(size[:1]) + [int(s) for s in size[1:]]  # size[0] may be the traced batch size: left as it is
+    align_corners = bool(align_corners)
+    if len(size) not in (4, 5):
+        raise GraphcError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                          f"respectively. Got size {size}.")
+    spatial = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.dims[1:]) != (spatial, spatial + 1):
+        raise GraphcError(f"Expected a batch of {spatial}D affine matrices of shape Nx{spatial}x{spatial + 1} for "
+                          f"size {size}. Got {list(theta.dims)}.")
+    if isinstance(theta.dims[0], int) and isinstance(size[0], int) and theta.dims[0] != size[0]:
+        raise GraphcError(f"Expected a batch of {spatial}D affine matrices of shape Nx{spatial}x{spatial + 1} for "
+                          f"size {size}. Got {list(theta.dims)}.")
+    base = _const(theta, _base_grid(size[2:], align_corners))  # (P, spatial + 1)
+    grid = apply("matmul", [base, apply("permute", [theta], {"perm": [0, 2, 1]})])  # (N, P, spatial)
+    return apply("reshape", [grid], {"shape": [theta.dims[0]] + size[2:] + [spatial]})
