@@ -22,6 +22,7 @@ from .sync_batchnorm import SyncBatchNorm
 from .attention import MultiheadAttention
 from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
+from .conv import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
@@ -29,6 +30,7 @@ __all__ = [
     "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "Parameter", "ParameterDict", "ParameterList", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
     "SyncBatchNorm", "Tanh", "Unflatten", "functional", "init", "parallel", "utils",
+    "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold",  # transposed convolutions, sliding blocks
     # recurrent and attention
     "GRU", "GRUCell", "LSTM", "LSTMCell", "MultiheadAttention", "RNN", "RNNCell", "Transformer",
     "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.functions_conv import conv_module_pads, padded_conv
 from ..ops.functions_nn import check_embedding_options, padding_row
 from ..ir.errors import GraphcError
 from ..random import generator
@@ -62,8 +63,9 @@ class _ConvNd(Module):
                  bias=True, padding_mode="zeros"):
         super().__init__()
         name = type(self).__name__
-        if padding_mode != "zeros":
-            raise GraphcError(f"{name} padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise GraphcError(f"{name}: padding_mode must be one of 'zeros', 'reflect', 'replicate', 'circular'; "
+                              f"got {padding_mode!r}")
         for what, value in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
             int_at_least(what, value)
         if in_channels % groups or out_channels % groups:
@@ -75,9 +77,16 @@ class _ConvNd(Module):
         self.dilation = _ntuple(dilation, self.dims, "dilation", 1)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, self.dims, "padding", 0)
         self.padding_mode = padding_mode
+        self._reversed_padding_repeated_twice = conv_module_pads(name, self.padding, self.kernel_size, self.stride,
+                                                                 self.dilation)
         shape = (out_channels, in_channels // groups) + self.kernel_size
         self.weight = Parameter(init.kaiming_uniform(shape))
         self.bias = Parameter(init.bias_uniform(shape, out_channels)) if bias else None
+
+    def _conv(self, conv, x):
+        """``conv`` (F.conv1d / F.conv2d) with the module's padding: non-zero modes pad first, as PyTorch."""
+        return padded_conv(conv, x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
+                           self.padding_mode, self._reversed_padding_repeated_twice)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -90,12 +99,19 @@ class Conv2d(_ConvNd):
     >>> from graphc import nn
     >>> nn.Conv2d(3, 8, 3, groups=1).weight.shape
     (8, 3, 3, 3)
+    >>> import graphc as gc
+    >>> nn.Conv2d(3, 8, 4, padding="same", padding_mode="reflect")(gc.ones(1, 3, 6, 6)).shape
+    (1, 8, 6, 6)
+
+    ``padding`` is an int, a pair, 'same' (stride 1; an even kernel puts the extra zero on the
+    right, as PyTorch) or 'valid'; ``padding_mode`` 'reflect' / 'replicate' / 'circular' pads
+    explicitly and then convolves unpadded, as PyTorch does.
     """
 
     dims = 2
 
     def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(F.conv2d, x)
 
 
 class Conv1d(_ConvNd):
@@ -112,7 +128,7 @@ class Conv1d(_ConvNd):
     dims = 1
 
     def forward(self, x):
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(F.conv1d, x)
 
 
 class Embedding(Module):

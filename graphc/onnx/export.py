@@ -22,6 +22,7 @@ from .control_export import CONTROL_WRITERS
 from .export_attention import write_attention
 from .export_fill import shape_tensor, write_full
 from .export_recurrent_cell import RECURRENT_CELL_WRITERS
+from .export_conv_transpose import CONV_TRANSPOSE_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
@@ -308,6 +309,7 @@ WRITERS = {
     "embedding": lambda w, n, i, o: w.node("Gather", [i[1], i[0]], [o], n.meta), "full": write_full,
     "attention": write_attention,
 }
+WRITERS.update(CONV_TRANSPOSE_WRITERS)  # conv_transpose2d, im2col, col2im
 MULTI_OUTPUT_WRITERS = {**CONTROL_WRITERS, **RECURRENT_CELL_WRITERS}  # writer(w, node, ins, outs)
 
 
