@@ -178,7 +178,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     PyTorch's ``F.interpolate``: ``mode`` 'nearest', 'nearest-exact', 'linear', 'bilinear',
     'bicubic', 'trilinear' or 'area'; ``size`` or ``scale_factor`` (fractional too),
     ``align_corners``, ``recompute_scale_factor``. Written in graphc/nn/functional_resample.py
-    (one constant matmul per spatial dim; nearest by integer factors is a broadcast).
+    (one constant matmul per spatial dim).
 
     >>> import graphc as gc
     >>> import graphc.nn.functional as F

@@ -305,7 +305,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     'bicubic' (4-D, A = -0.75, clamped taps), 'trilinear' (5-D) or 'area'; ``size`` or
     ``scale_factor`` (any positive float), ``align_corners``, ``recompute_scale_factor``, with
     PyTorch's index and weight formulas. Each spatial dim is one matmul with a constant
-    (out, in) matrix (nearest by an integer factor: a broadcast), so gradients come from autodiff.
+    (out, in) matrix (measured faster than a broadcast for nearest too: benchmarks/resampling.py),
+    so gradients come from autodiff.
 
     >>> import graphc as gc
     >>> import graphc.nn.functional as F
@@ -328,25 +329,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _LINEAR_RANK and input.ndim != _LINEAR_RANK[mode]:
         raise GraphcError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_RANK[mode]}D input")
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
-    if mode == "nearest" and all(o % i == 0 and (s is None or s == o // i)
-                                 for o, i, s in zip(sizes, input.dims[2:], scales)):
-        return _nearest_blocks(input, [o // i for o, i in zip(sizes, input.dims[2:])])
     out = input
     for k, (size_in, size_out, scale) in enumerate(zip(input.dims[2:], sizes, scales)):
         if size_in == size_out and (mode in ("nearest", "nearest-exact", "area") or scale in (None, 1.0)):
             continue
         out = _along(out, 2 + k, interpolation_matrix(mode, size_in, size_out, align_corners, scale))
     return out
-
-
-def _nearest_blocks(input, factors):
-    """Nearest upsampling by integer factors: each value repeated as a broadcast block."""
-    lead, spatial = list(input.dims[:2]), list(input.dims[2:])
-    split = lead + [d for s in spatial for d in (s, 1)]
-    blocks = lead + [d for s, f in zip(spatial, factors) for d in (s, f)]
-    out = apply("reshape", [input], {"shape": split})
-    out = apply("broadcast_to", [out], {"shape": blocks})
-    return apply("reshape", [out], {"shape": lead + [s * f for s, f in zip(spatial, factors)]})
 
 
 # ---- grid sampling -------------------------------------------------------------------------------
