@@ -171,6 +171,8 @@ def test_every_reader_has_a_case():
     from graphc.onnx.recurrent_import import RECURRENT_READERS
 
     control = set(CONTROL_READERS) | set(RECURRENT_READERS) | set(ATTENTION_READERS) | set(LOGIC_READERS)
+    from graphc.onnx.conv_transpose_readers import CONV_TRANSPOSE_READERS  # test_onnx_conv_transpose_import.py
+    control |= set(CONV_TRANSPOSE_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

@@ -23,6 +23,7 @@ from .export import onnx_module
 from .external import model_folder
 from .graph_reader import GraphReader, default_opset
 from .attention_import import ATTENTION_READERS
+from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
@@ -40,6 +41,7 @@ whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_
 ``RNN``/``GRU``/``LSTM``, built as scans (``recurrent_import``), ``Attention``
 (``attention_import``) and the ops around attention exports (``logic_readers``: Mod, And, Or,
 Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
+NODE_READERS.update(CONV_TRANSPOSE_READERS)  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
 
 
 class ModelReader(GraphReader):
