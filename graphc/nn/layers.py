@@ -85,8 +85,8 @@ class _ConvNd(Module):
 
     def _conv(self, conv, x):
         """``conv`` (F.conv1d / F.conv2d) with the module's padding: non-zero modes pad first, as PyTorch."""
-        return padded_conv(conv, x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-                           self.padding_mode, self._reversed_padding_repeated_twice)
+        return padded_conv(conv, F.pad, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                           self.groups, self.padding_mode, self._reversed_padding_repeated_twice)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

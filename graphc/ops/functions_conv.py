@@ -1,8 +1,7 @@
 """Transposed convolutions and sliding blocks: ``F.conv_transpose1d/2d`` (the
 ``conv_transpose2d`` primitive; 1-D runs on a height-1 image), ``F.unfold`` / ``F.fold`` (the
-``im2col`` / ``col2im`` primitives), and :func:`mode_pad`, the reflect / replicate / circular
-padding the conv modules put in front of a conv as PyTorch does (slices and one concat per
-padded dim, so the gradient comes from autodiff).
+``im2col`` / ``col2im`` primitives), and :func:`padded_conv`, a conv module's forward with
+PyTorch's padding rules (non-zero modes as F.pad, then the conv).
 """
 from __future__ import annotations
 
@@ -106,52 +105,12 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return apply("col2im", [input], attrs)
 
 
-# ---- padding modes in front of a convolution ---------------------------------------------------
+# ---- a conv module's padding ---------------------------------------------------------------
 
 def _slice(x, dim: int, start, stop, step=1):
     index = [slice(None)] * x.ndim
     index[dim] = slice(start, stop, step)
     return x[tuple(index)]
-
-
-def _pad_one_dim(x, dim: int, before: int, after: int, mode: str):
-    from .creation import cat
-
-    size = x.shape[dim]
-    if mode == "reflect" and (before >= size or after >= size):
-        raise GraphcError(f"padding_mode='reflect': padding ({before}, {after}) must be smaller than the size {size}")
-    if mode == "circular" and (before > size or after > size):
-        raise GraphcError(f"padding_mode='circular': padding ({before}, {after}) must be at most the size {size}")
-    parts = []
-    if before:
-        parts.append({"reflect": lambda: _slice(x, dim, before, 0, -1),
-                      "replicate": lambda: cat([_slice(x, dim, 0, 1)] * before, dim),
-                      "circular": lambda: _slice(x, dim, size - before, size)}[mode]())
-    parts.append(x)
-    if after:
-        parts.append({"reflect": lambda: _slice(x, dim, size - 2, size - 2 - after, -1),
-                      "replicate": lambda: cat([_slice(x, dim, size - 1, size)] * after, dim),
-                      "circular": lambda: _slice(x, dim, 0, after)}[mode]())
-    return cat(parts, dim) if len(parts) > 1 else x
-
-
-def mode_pad(input, pad, mode: str):
-    """PyTorch's ``F.pad(input, pad, mode)`` for the conv modules' non-zero padding modes
-    ('reflect', 'replicate', 'circular'); ``pad`` is (left, right, top, bottom, ...)
-    from the last dim.
-
-    >>> import graphc as gc
-    >>> from graphc.ops.functions_conv import mode_pad
-    >>> mode_pad(gc.tensor([[[1.0, 2.0, 3.0]]]), (2, 1), "reflect").numpy().tolist()
-    [[[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]]
-    """
-    if mode not in ("reflect", "replicate", "circular"):
-        raise GraphcError(f"mode_pad pads with 'reflect', 'replicate' or 'circular' (F.pad pads zeros), got {mode!r}")
-    out = input
-    for i in range(len(pad) // 2):
-        dim = input.ndim - 1 - i
-        out = _pad_one_dim(out, dim, int(pad[2 * i]), int(pad[2 * i + 1]), mode)
-    return out
 
 
 def conv_module_pads(name: str, padding, kernel, stride, dilation) -> list:
@@ -173,13 +132,14 @@ def conv_module_pads(name: str, padding, kernel, stride, dilation) -> list:
     return [p for p in reversed(padding) for _ in range(2)]
 
 
-def padded_conv(conv, x, weight, bias, stride, padding, dilation, groups, mode: str, pads):
-    """A conv module's forward: ``mode`` other than 'zeros' pads explicitly (``pads`` from
-    :func:`conv_module_pads`) and convolves unpadded, as PyTorch does; an uneven zero 'same'
-    convolves with the larger side on both ends and drops the first output row of that dim."""
+def padded_conv(conv, pad, x, weight, bias, stride, padding, dilation, groups, mode: str, pads):
+    """A conv module's forward: ``mode`` other than 'zeros' pads explicitly with ``pad``
+    (F.pad; ``pads`` from :func:`conv_module_pads`) and convolves unpadded, as PyTorch does; an
+    uneven zero 'same' convolves with the larger side on both ends and drops the first output
+    row of that dim."""
     n = len(stride)
     if mode != "zeros":
-        return conv(mode_pad(x, pads, mode), weight, bias, stride, 0 if n == 1 else (0,) * n, dilation, groups)
+        return conv(pad(x, pads, mode), weight, bias, stride, 0 if n == 1 else (0,) * n, dilation, groups)
     if not isinstance(padding, str):
         return conv(x, weight, bias, stride, padding, dilation, groups)
     lefts = [pads[2 * (n - 1 - i)] for i in range(n)]
