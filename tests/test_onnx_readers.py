@@ -173,6 +173,8 @@ def test_every_reader_has_a_case():
     control = set(CONTROL_READERS) | set(RECURRENT_READERS) | set(ATTENTION_READERS) | set(LOGIC_READERS)
     from graphc.onnx.conv_transpose_readers import CONV_TRANSPOSE_READERS  # test_onnx_conv_transpose_import.py
     control |= set(CONV_TRANSPOSE_READERS)
+    from graphc.onnx.resample_readers import RESAMPLE_READERS  # tests/test_onnx_resample_import.py
+    control |= set(RESAMPLE_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

@@ -27,6 +27,7 @@ from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
+from .resample_readers import RESAMPLE_READERS
 
 IMPORT_OPSETS = range(11, 26)  # the default-domain opsets whose op forms the readers know (22-25: types, Attention)
 OLD_OPSETS = range(8, 11)  # read only for models of OLD_OPSET_OPS, ops whose older forms the readers know too
@@ -41,6 +42,7 @@ whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_
 ``RNN``/``GRU``/``LSTM``, built as scans (``recurrent_import``), ``Attention``
 (``attention_import``) and the ops around attention exports (``logic_readers``: Mod, And, Or,
 Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
+NODE_READERS.update(RESAMPLE_READERS)  # Pad (all modes), Resize, DepthToSpace, SpaceToDepth (test_onnx_resample_import.py)
 NODE_READERS.update(CONV_TRANSPOSE_READERS)  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
 
 

@@ -1,0 +1,227 @@
+"""Readers of ``Floor`` and ``Round`` (in graphc's grid_sample exports), ``Pad`` in every mode (constant by logic_readers' reader; edge, reflect and wrap as
+slices, broadcasts and concats, as ``F.pad`` builds them), ``Resize`` / ``Upsample`` (one
+constant (out, in) matmul per resized axis, its weights from ONNX's coordinate transformation,
+nearest rounding and cubic coefficient rules), ``DepthToSpace`` (DCR and CRD) and
+``SpaceToDepth`` (reshape + transpose). Checked against onnx's backend cases in
+tests/test_onnx_resample_import.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..nn.functional_resample import _pad_indices, _runs
+from .logic_readers import _pad as _constant_pad
+from .shape_readers import _known, _shape
+
+_PAD_MODES = {"edge": "replicate", "reflect": "reflect", "wrap": "circular"}
+
+
+def _slice_axis(r, x, axis, start, stop, step):
+    slices = [[None, None, 1] for _ in _shape(x)]
+    slices[axis] = [start, stop, step]
+    return r.emit("slice", [x], {"slices": slices})
+
+
+def take_along(r, x, axis, idx):
+    """``np.take(x, idx, axis)`` for constant ``idx`` as graph nodes (see functional_resample.take_along)."""
+    shape = list(_shape(x))
+    if list(idx) == list(range(shape[axis])):
+        return x
+    pieces = []
+    for first, count, step in _runs([int(i) for i in idx]):
+        if step == 0 or count == 1:
+            piece = _slice_axis(r, x, axis, first, first + 1, 1)
+            if count > 1:
+                piece = r.emit("broadcast_to", [piece], {"shape": shape[:axis] + [count] + shape[axis + 1:]})
+        elif step == 1:
+            piece = _slice_axis(r, x, axis, first, first + count, 1)
+        else:
+            last = first - count + 1
+            piece = _slice_axis(r, x, axis, first, last - 1 if last > 0 else None, -1)
+        pieces.append(piece)
+    return pieces[0] if len(pieces) == 1 else r.emit("concat", pieces, {"dim": axis})
+
+
+def _pad(r, args):
+    mode = r.attrs().get("mode", "constant")
+    if mode == "constant":
+        return _constant_pad(r, args)
+    if mode not in _PAD_MODES:
+        raise r.error(f"Pad with mode={mode!r}; ONNX's modes are constant, reflect, edge and wrap")
+    x, pads = args[0], args[1]
+    rank = len(_shape(x))
+    pads = [int(p) for p in np.asarray(r.static(pads, "Pad's pads")).reshape(-1)]
+    axes_arg = args[3] if len(args) > 3 and args[3] is not None else None
+    axes = list(range(rank)) if axes_arg is None else [int(a) % rank for a in r.static(axes_arg, "Pad's axes")]
+    if len(pads) != 2 * len(axes):
+        raise r.error(f"Pad with pads {pads} for axes {axes}")
+    if _known(x):
+        x = np.asarray(x)
+    for k, axis in enumerate(axes):
+        before, after = pads[k], pads[k + len(axes)]
+        if not before and not after:
+            continue
+        size = _shape(x)[axis]
+        if not isinstance(size, (int, np.integer)):
+            raise r.error(f"Pad along the symbolic dim {size!r}")
+        if _PAD_MODES[mode] == "reflect" and (before >= size or after >= size):
+            raise r.error(f"Pad mode reflect by ({before}, {after}) along an axis of size {size}")
+        idx = _pad_indices(_PAD_MODES[mode], int(size), before, after)
+        x = np.take(x, idx, axis) if isinstance(x, np.ndarray) else take_along(r, x, axis, idx)
+    return [x]
+
+
+# ---- Resize ---------------------------------------------------------------------------------------
+
+def _source(mode, out_index, size_in, size_out, scale):
+    """ONNX's ``coordinate_transformation_mode``: the input coordinate of each output index."""
+    if mode == "half_pixel":
+        return (out_index + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (out_index + 0.5) / scale - 0.5 if size_out > 1 else np.zeros_like(out_index)
+    if mode == "align_corners":  # ONNX's resized length is in * scale, unrounded
+        length = size_in * scale
+        return out_index * (size_in - 1) / (length - 1) if length > 1 else np.zeros_like(out_index)
+    if mode == "asymmetric":
+        return out_index / scale
+    if mode == "half_pixel_symmetric":
+        adjustment = size_out / (scale * size_in)
+        center = size_in / 2
+        offset = center * (1 - adjustment)
+        return offset + (out_index + 0.5) / scale - 0.5
+    raise ValueError(mode)
+
+
+def _nearest(x, rule):
+    if rule == "round_prefer_floor":
+        return np.where(x - np.floor(x) == 0.5, np.floor(x), np.round(x))
+    if rule == "round_prefer_ceil":
+        return np.where(x - np.floor(x) == 0.5, np.ceil(x), np.round(x))
+    if rule == "floor":
+        return np.floor(x)
+    if rule == "ceil":
+        return np.ceil(x)
+    raise ValueError(rule)
+
+
+def resize_matrix(attrs, size_in, size_out, scale):
+    """The (out, in) matrix of ONNX Resize along one axis."""
+    mode = attrs.get("mode", "nearest")
+    src = _source(attrs.get("coordinate_transformation_mode", "half_pixel"), np.arange(size_out, dtype=np.float64),
+                  size_in, size_out, scale)
+    m = np.zeros((size_out, size_in))
+    rows = np.arange(size_out)
+    if mode == "nearest":
+        m[rows, np.clip(_nearest(src, attrs.get("nearest_mode", "round_prefer_floor")), 0, size_in - 1).astype(int)] = 1
+        return m
+    base = np.floor(src)
+    t = src - base
+    if mode == "linear":
+        taps, weights = [0, 1], [1 - t, t]
+    else:
+        a = float(attrs.get("cubic_coeff_a", -0.75))
+        taps = [-1, 0, 1, 2]
+        weights = [((a * x - 5 * a) * x + 8 * a) * x - 4 * a if far else ((a + 2) * x - (a + 3)) * x * x + 1
+                   for x, far in ((t + 1, True), (t, False), (1 - t, False), (2 - t, True))]
+    index = [base.astype(int) + k for k in taps]
+    if attrs.get("exclude_outside", 0):
+        weights = [np.where((i >= 0) & (i < size_in), w, 0.0) for i, w in zip(index, weights)]
+        total = sum(weights)
+        weights = [w / np.where(total == 0, 1, total) for w in weights]
+    for i, w in zip(index, weights):
+        np.add.at(m, (rows, np.clip(i, 0, size_in - 1)), w)
+    return m
+
+
+def _along(r, x, axis, matrix):
+    shape = list(_shape(x))
+    m = matrix.astype(np.dtype(x.type.dtype.name) if not isinstance(x, np.ndarray) else x.dtype)
+    if axis == len(shape) - 1:
+        return r.emit("matmul", [x, np.ascontiguousarray(m.T)])
+    if axis == len(shape) - 2:
+        return r.emit("matmul", [m, x])
+    after = int(np.prod(shape[axis + 1:]))
+    flat = r.emit("reshape", [x], {"shape": shape[:axis + 1] + [after]})
+    out = r.emit("matmul", [m, flat])
+    return r.emit("reshape", [out], {"shape": shape[:axis] + [matrix.shape[0]] + shape[axis + 1:]})
+
+
+def _resize(r, args):
+    attrs = r.attrs()
+    mode = attrs.get("mode", "nearest")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise r.error(f"Resize with mode={mode!r}")
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if ctm == "tf_crop_and_resize":
+        raise r.error("Resize with coordinate_transformation_mode='tf_crop_and_resize' is not imported by graphc")
+    if attrs.get("antialias", 0):
+        raise r.error("Resize with antialias=1 is not imported by graphc")
+    if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise r.error("Resize with keep_aspect_ratio_policy other than 'stretch' is not imported by graphc")
+    x = args[0]
+    if r.node.op_type == "Upsample" or len(args) == 2:
+        scales_arg, sizes_arg = args[1], None
+    else:
+        scales_arg = args[2] if len(args) > 2 else None
+        sizes_arg = args[3] if len(args) > 3 else None
+    shape = list(_shape(x))
+    rank = len(shape)
+    axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
+    scales = None if scales_arg is None or np.asarray(r.static(scales_arg, "Resize's scales")).size == 0 else \
+        [float(s) for s in np.asarray(r.static(scales_arg, "Resize's scales")).reshape(-1)]
+    if scales is None:
+        if sizes_arg is None:
+            raise r.error("Resize needs scales or sizes")
+        sizes = [int(s) for s in np.asarray(r.static(sizes_arg, "Resize's sizes")).reshape(-1)]
+        scales = [s / shape[a] for s, a in zip(sizes, axes)]
+    else:
+        sizes = [int(np.floor(shape[a] * s)) for s, a in zip(scales, axes)]
+    if _known(x):
+        x = np.asarray(x)
+    for axis, size_out, scale in zip(axes, sizes, scales):
+        size_in = shape[axis]
+        if not isinstance(size_in, (int, np.integer)):
+            if size_out == size_in or scale == 1:
+                continue
+            raise r.error(f"Resize of the symbolic dim {size_in!r}")
+        if size_out == size_in and scale == 1 and mode == "nearest":
+            continue
+        x = _along(r, x, axis, resize_matrix(attrs, int(size_in), size_out, scale))
+    return [x]
+
+
+# ---- DepthToSpace / SpaceToDepth ------------------------------------------------------------------
+
+def _depth_to_space(r, args):
+    x = args[0]
+    attrs = r.attrs()
+    b = int(attrs["blocksize"])
+    n, c, h, w = _shape(x)
+    if attrs.get("mode", "DCR") == "DCR":
+        y = r.emit("reshape", [x], {"shape": [n, b, b, c // (b * b), h, w]})
+        y = r.emit("permute", [y], {"perm": [0, 3, 4, 1, 5, 2]})
+    else:
+        y = r.emit("reshape", [x], {"shape": [n, c // (b * b), b, b, h, w]})
+        y = r.emit("permute", [y], {"perm": [0, 1, 4, 2, 5, 3]})
+    return [r.emit("reshape", [y], {"shape": [n, c // (b * b), h * b, w * b]})]
+
+
+def _space_to_depth(r, args):
+    x = args[0]
+    attrs = r.attrs()
+    b = int(attrs["blocksize"])
+    n, c, h, w = _shape(x)
+    y = r.emit("reshape", [x], {"shape": [n, c, h // b, b, w // b, b]})
+    crd = attrs.get("mode", "DCR") == "CRD"  # the mode attribute came in opset 28
+    y = r.emit("permute", [y], {"perm": [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]})
+    return [r.emit("reshape", [y], {"shape": [n, c * b * b, h // b, w // b]})]
+
+
+def _unary(op):
+    def read(r, args):
+        return [getattr(np, op)(args[0]) if _known(args[0]) else r.emit(op, [args[0]])]
+    return read
+
+
+RESAMPLE_READERS = {"Floor": _unary("floor"), "Round": _unary("round"), "Pad": _pad, "Resize": _resize, "Upsample": _resize, "DepthToSpace": _depth_to_space,
+                    "SpaceToDepth": _space_to_depth}
