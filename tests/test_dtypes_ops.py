@@ -34,6 +34,7 @@ CASES = [pytest.param(op, inputs, attrs, id=f"{op}-{variant}") for op, variant, 
 _FLOAT_WINDOWS = ("graphc's convolution and pooling kernels compute in float (im2col and BLAS, window sums); "
                   "integer inputs get a ShapeError naming the dtype, where PyTorch runs a slow integer path")
 KNOWN_REFUSALS: dict[str, str] = {"conv2d": _FLOAT_WINDOWS, "max_pool2d": _FLOAT_WINDOWS, "avg_pool2d": _FLOAT_WINDOWS}
+KNOWN_REFUSALS["conv_transpose2d"] = _FLOAT_WINDOWS  # conv2d's input-gradient kernel: float only
 
 
 def torch_outcome(op, inputs, attrs) -> dict:

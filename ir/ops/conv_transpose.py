@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
-from ..types import TensorType, is_static
+from ..types import DType, TensorType, is_static
 from .conv import CONV_ATTRS
 from .linalg import need_same_dtype
 from ._shapes import check_pairs, need_float, need_rank, need_static, window_out
@@ -84,10 +84,17 @@ def _blocks(hw, attrs, op):
             zip(hw, attrs["kernel_size"], attrs["stride"], attrs["padding"], attrs["dilation"])]
 
 
+def _float_or_bool(t, op):
+    """PyTorch's unfold/fold take floats and bools (fold sums bools as logical or), not integers."""
+    if t.dtype is not DType.bool:
+        need_float(t, op)
+
+
 def im2col_rule(in_types, attrs):
     check_pairs(attrs, "im2col", {"kernel_size": 1, "stride": 1, "padding": 0, "dilation": 1})
     x = in_types[0]
     need_rank(x, (4,), "im2col")
+    _float_or_bool(x, "im2col")
     n, c, h, w = x.shape
     need_static((c, h, w), "im2col", "channels and spatial dims")
     oh, ow = _blocks((h, w), attrs, "im2col")
@@ -99,6 +106,7 @@ def col2im_rule(in_types, attrs):
     check_pairs(attrs, "col2im", {"kernel_size": 1, "stride": 1, "padding": 0, "dilation": 1, "output_size": 1})
     cols = in_types[0]
     need_rank(cols, (3,), "col2im")
+    _float_or_bool(cols, "col2im")
     n, ck, length = cols.shape
     need_static((ck, length), "col2im", "column dims")
     kh, kw = attrs["kernel_size"]
