@@ -59,6 +59,26 @@ CASES = [
     ("Softmax2d", (), {}, (2, 3, 4, 4)),
     ("Softmax2d", (), {}, (3, 4, 4)),
     ("ELU", (), {"alpha": 0.5}, (2, 3, 4)),
+    ("MaxPool2d", (3,), {"stride": 2, "ceil_mode": True}, (2, 3, 8, 8)),
+    ("MaxPool2d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True, "dilation": 2}, (2, 3, 9, 10)),
+    ("MaxPool2d", ((2, 3),), {"stride": 2, "ceil_mode": True}, (3, 7, 8)),  # unbatched
+    ("AvgPool2d", (3,), {"stride": 2, "ceil_mode": True}, (2, 3, 8, 8)),
+    ("AvgPool2d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True}, (2, 3, 8, 8)),
+    ("AvgPool2d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}, (2, 3, 8, 8)),
+    ("AvgPool2d", (2,), {"divisor_override": 3}, (2, 3, 6, 6)),
+    ("AvgPool2d", (3,), {"stride": 2, "padding": 1, "divisor_override": 2, "ceil_mode": True}, (2, 3, 8, 8)),
+    ("AvgPool2d", ((3, 2),), {"stride": (2, 1), "padding": (1, 0), "ceil_mode": True}, (3, 8, 7)),  # unbatched
+    ("MaxPool1d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True}, (2, 3, 10)),
+    ("MaxPool1d", (2,), {"dilation": 2}, (3, 9)),  # unbatched
+    ("AvgPool1d", (3,), {"stride": 2, "padding": 1, "count_include_pad": False, "ceil_mode": True}, (2, 3, 10)),
+    ("AdaptiveAvgPool1d", (4,), {}, (2, 3, 10)),
+    ("AdaptiveMaxPool1d", (4,), {}, (2, 3, 10)),
+    ("AdaptiveMaxPool2d", ((3, 4),), {}, (2, 3, 7, 9)),
+    ("AdaptiveMaxPool2d", (1,), {}, (2, 3, 5, 5)),
+    ("AdaptiveMaxPool2d", ((None, 2),), {}, (3, 5, 5)),  # unbatched
+    ("LPPool2d", (2, 3), {"stride": 2}, (2, 3, 7, 7)),
+    ("LPPool2d", (4, (2, 3)), {"ceil_mode": True}, (2, 3, 7, 8)),
+    ("LPPool1d", (2, 3), {"stride": 2}, (2, 3, 10)),
 ]
 
 
@@ -130,7 +150,9 @@ def _torch_train(model_fn, state, xs, ys, lr):
 def _vision_net(lib):
     n = lib.nn
     return n.Sequential(n.Conv2d(2, 4, 3, padding=1), n.InstanceNorm2d(4, affine=True, track_running_stats=True),
-                        n.PReLU(4), n.MaxPool2d(2), n.Mish(), n.Flatten(), n.Linear(4 * 2 * 2, 3))
+                        n.PReLU(4), n.MaxPool2d(2, ceil_mode=True), n.LocalResponseNorm(2), n.Mish(),
+                        n.AvgPool2d(2, stride=1, padding=1, ceil_mode=True, count_include_pad=False),
+                        n.AdaptiveMaxPool2d(2), n.Flatten(), n.Linear(4 * 2 * 2, 3))
 
 
 def test_compiled_training_through_instance_norm_with_running_stats(torch_ref):
@@ -150,3 +172,57 @@ def test_compiled_training_through_instance_norm_with_running_stats(torch_ref):
         assert_close(np.asarray(gm.state_dict()[k]), v, tol=1e-5, what=k)
     infer = gc.compile(gm.eval(), example_inputs=(xs[0],))
     assert_close(infer(xs[0]), ref["eval"], tol=1e-5, what="compiled eval")
+
+
+INDEX_CASES = [
+    # (pool class, args, kwargs, input shape, unpool class or None)
+    ("MaxPool2d", (2,), {}, (2, 3, 6, 6), "MaxUnpool2d"),
+    ("MaxPool2d", (3,), {"stride": 2, "padding": 1}, (2, 3, 7, 7), "MaxUnpool2d"),
+    ("MaxPool2d", (3,), {"stride": 2, "ceil_mode": True, "dilation": (1, 2)}, (2, 3, 8, 11), None),
+    ("MaxPool2d", (2,), {}, (3, 6, 6), "MaxUnpool2d"),  # unbatched
+    ("MaxPool1d", (3,), {"stride": 2, "padding": 1}, (2, 3, 9), "MaxUnpool1d"),
+    ("AdaptiveMaxPool2d", ((3, 4),), {}, (2, 3, 7, 9), None),
+    ("AdaptiveMaxPool1d", (3,), {}, (2, 3, 8), None),
+]
+
+
+def _spatial(pool, x):
+    return x.shape[-2:] if pool.endswith("2d") else x.shape[-1:]
+
+
+def _torch_indices(pool, args, kwargs, unpool, x, r):
+    xt = torch.from_numpy(x.copy()).requires_grad_(True)
+    y, idx = getattr(torch.nn, pool)(*args, return_indices=True, **kwargs)(xt)
+    ref = {"y": y.detach().numpy().copy(), "idx": idx.numpy()}
+    if unpool is not None:
+        stride = kwargs.get("stride", args[0])
+        up = getattr(torch.nn, unpool)(args[0], stride, kwargs.get("padding", 0))(y, idx, output_size=_spatial(pool, x))
+        ref["unpooled"] = up.detach().numpy()
+        out = up
+    else:
+        out = y
+    (out * torch.from_numpy(r)).sum().backward()
+    ref["grad"] = xt.grad.numpy()
+    return ref
+
+
+@pytest.mark.parametrize("case", INDEX_CASES, ids=[case_id(c[:4]) for c in INDEX_CASES])
+def test_return_indices_and_unpool_match_torch(case, torch_ref):
+    """Indices as PyTorch's (flat h * W + w per plane), MaxUnpool's scatter, and the gradient
+    through pool (+ unpool) in float64."""
+    pool, args, kwargs, shape, unpool = case
+    x = _input(shape).astype(np.float64)
+    xg = gc.tensor(x, requires_grad=True)
+    y, idx = getattr(nn, pool)(*args, return_indices=True, **kwargs)(xg)
+    out = y
+    if unpool is not None:
+        out = getattr(nn, unpool)(args[0], kwargs.get("stride", args[0]), kwargs.get("padding", 0))(
+            y, idx, output_size=_spatial(pool, x))
+    r = np.random.default_rng(5).standard_normal(out.shape)
+    ref = torch_ref([case, x, r], lambda: _torch_indices(pool, args, kwargs, unpool, x, r))
+    assert np.array_equal(idx.numpy(), ref["idx"]) and idx.numpy().dtype == np.int64
+    assert_close(y, ref["y"], tol=0.0, what="pooled")
+    if unpool is not None:
+        assert_close(out, ref["unpooled"], tol=0.0, what="unpooled")
+    (out * gc.tensor(r)).sum().backward()
+    assert_close(xg.grad, ref["grad"], tol=F64_TOL, what="input gradient")

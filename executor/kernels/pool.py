@@ -1,11 +1,14 @@
 """Pooling kernels: a loop over the kernel's offsets (never over pixels) combining strided
-views with ``maximum``/``add`` into the output; adaptive average pooling as two GEMMs."""
+views with ``maximum``/``add`` into the output; adaptive average pooling as two GEMMs. ceil_mode
+pads the bottom/right further (with -inf for max, never counted for average). The index-based
+ops (return_indices, adaptive max, max unpooling) are in _pool_index.py."""
 from __future__ import annotations
 
 import numpy as np
 
 from .base import writes_out
-from ._windows import Padder, window_views
+from ._windows import window_views
+from ._pool_index import INDEX_KERNELS, AsymPadder, pool_geometry
 
 
 def _empty(xp, spec, out, index=0):
@@ -16,7 +19,9 @@ def _empty(xp, spec, out, index=0):
 def _max_pool2d(xp, spec):
     a = spec.attrs
     out_hw = spec.out_types[0].shape[2:]
-    pad = Padder(xp, spec.in_types[0].shape, a["padding"], spec.in_types[0].dtype.numpy, fill=-np.inf)
+    in_shape = spec.in_types[0].shape
+    pad = AsymPadder(xp, in_shape, pool_geometry(a, in_shape[2:], out_hw), spec.in_types[0].dtype.numpy,
+                     fill=-np.inf)
 
     def run(x, out=None):
         out = _empty(xp, spec, out)
@@ -29,23 +34,36 @@ def _max_pool2d(xp, spec):
 
 
 def _avg_divisor(xp, spec, in_shape, out_hw):
+    """What each window's sum is divided by, as PyTorch: ``divisor_override``; else the window's
+    cells inside the padded input (count_include_pad) or inside the input itself."""
     a = spec.attrs
     kh, kw = a["kernel_size"]
     dtype = spec.out_types[0].dtype.numpy
-    if a["count_include_pad"] or a["padding"] == (0, 0):
+    if a.get("divisor_override") is not None:
+        return dtype.type(a["divisor_override"])
+    pads = pool_geometry(a, in_shape[2:], out_hw)
+    symmetric = all(lo == hi for lo, hi in pads)
+    if symmetric and (a["count_include_pad"] or a["padding"] == (0, 0)):
         return dtype.type(kh * kw)
-    ones = Padder(xp, (1, 1) + tuple(in_shape[2:]), a["padding"], dtype)(xp.ones((1, 1) + tuple(in_shape[2:]), dtype))
+    counted = np.zeros((1, 1) + tuple(lo + size + hi for size, (lo, hi) in zip(in_shape[2:], pads)), dtype)
+    (ph, pw), (h, w) = a["padding"], in_shape[2:]
+    if a["count_include_pad"]:
+        counted[:, :, :h + 2 * ph, :w + 2 * pw] = 1
+    else:
+        counted[:, :, ph:ph + h, pw:pw + w] = 1
+    ones = xp.asarray(counted)
     divisor = xp.zeros((1, 1) + tuple(out_hw), dtype=dtype)
     for v in window_views(ones, a["kernel_size"], a["stride"], (1, 1), out_hw):
         divisor += v
-    return divisor  # count only real pixels
+    return divisor
 
 
 def _avg_pool2d(xp, spec):
     a = spec.attrs
     out_hw = spec.out_types[0].shape[2:]
-    pad = Padder(xp, spec.in_types[0].shape, a["padding"], spec.in_types[0].dtype.numpy)
-    divisor = _avg_divisor(xp, spec, spec.in_types[0].shape, out_hw)
+    in_shape = spec.in_types[0].shape
+    pad = AsymPadder(xp, in_shape, pool_geometry(a, in_shape[2:], out_hw), spec.in_types[0].dtype.numpy)
+    divisor = _avg_divisor(xp, spec, in_shape, out_hw)
 
     def run(x, out=None):
         out = _empty(xp, spec, out)
@@ -82,14 +100,14 @@ class _GradAccumulator:
     """Where a pooling backward adds each window's share: the output itself when there is no
     padding, else a padded scratch buffer cropped into the output at the end."""
 
-    def __init__(self, xp, spec):
+    def __init__(self, xp, spec, out_hw):
         self.xp = xp
         self.shape = spec.out_types[0].shape
         self.dtype = spec.out_types[0].dtype.numpy
-        self.ph, self.pw = spec.attrs["padding"]
+        (self.ph, bottom), (self.pw, right) = pool_geometry(spec.attrs, self.shape[2:], out_hw)
         n, c, h, w = self.shape
-        padded = (n, c, h + 2 * self.ph, w + 2 * self.pw)
-        self.scratch = xp.zeros(padded, dtype=self.dtype) if (self.ph or self.pw) else None
+        padded = (n, c, h + self.ph + bottom, w + self.pw + right)
+        self.scratch = xp.zeros(padded, dtype=self.dtype) if (self.ph or self.pw or bottom or right) else None
 
     def begin(self, out):
         gx = self.scratch if self.scratch is not None else (
@@ -112,7 +130,7 @@ def _tiles_input(a) -> bool:
     """Windows that tile the input (kernel == stride, no padding or dilation): every input
     pixel is in at most one window, so each window's share can be written, not added."""
     return (tuple(a["kernel_size"]) == tuple(a["stride"]) and tuple(a["padding"]) == (0, 0)
-            and tuple(a["dilation"]) == (1, 1))
+            and tuple(a["dilation"]) == (1, 1) and not a.get("ceil_mode"))
 
 
 def _max_pool2d_grad(xp, spec):
@@ -121,8 +139,9 @@ def _max_pool2d_grad(xp, spec):
     a = spec.attrs
     out_hw = spec.in_types[0].shape[2:]
     dtype = spec.out_types[0].dtype.numpy
-    pad = Padder(xp, spec.in_types[1].shape, a["padding"], dtype, fill=-np.inf)
-    acc = _GradAccumulator(xp, spec)
+    pads = pool_geometry(a, spec.in_types[1].shape[2:], out_hw)
+    pad = AsymPadder(xp, spec.in_types[1].shape, pads, dtype, fill=-np.inf)
+    acc = _GradAccumulator(xp, spec, out_hw)
     pending = xp.empty(spec.in_types[0].shape, dtype=bool)
     hit = xp.empty(spec.in_types[0].shape, dtype=bool)
     share = xp.empty(spec.in_types[0].shape, dtype=dtype)
@@ -149,7 +168,7 @@ def _avg_pool2d_grad(xp, spec):
     a = spec.attrs
     out_hw = spec.in_types[0].shape[2:]
     divisor = _avg_divisor(xp, spec, spec.out_types[0].shape, out_hw)
-    acc = _GradAccumulator(xp, spec)
+    acc = _GradAccumulator(xp, spec, out_hw)
     share = xp.empty(spec.in_types[0].shape, dtype=spec.out_types[0].dtype.numpy)
 
     def run(g, out=None):
@@ -172,4 +191,4 @@ def _adaptive_avg_pool2d_grad(xp, spec):
 
 KERNELS = {"max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d, "adaptive_avg_pool2d": _adaptive_avg_pool2d,
            "max_pool2d_grad": _max_pool2d_grad, "avg_pool2d_grad": _avg_pool2d_grad,
-           "adaptive_avg_pool2d_grad": _adaptive_avg_pool2d_grad}
+           "adaptive_avg_pool2d_grad": _adaptive_avg_pool2d_grad, **INDEX_KERNELS}

@@ -4,8 +4,9 @@ from . import functional_vision  # noqa: F401  (declares F.selu, F.prelu, F.inst
 from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
                          Softplus, Tanh)
 from .containers import Identity, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .layers import (AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, Dropout, Dropout2d, Embedding, Flatten, Linear,
-                     MaxPool2d, Unflatten)
+from .layers import Conv1d, Conv2d, Dropout, Dropout2d, Embedding, Flatten, Linear, Unflatten
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
+                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxUnpool1d, MaxUnpool2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 from .module import Module, Parameter
@@ -45,4 +46,7 @@ __all__ = [
     # vision normalization and activations
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "CELU", "SELU", "Hardsigmoid",
     "LogSigmoid", "Mish", "PReLU", "Softmax2d", "Softmin", "Softsign", "Tanhshrink", "Threshold",
+    # pooling
+    "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "LPPool1d", "LPPool2d", "MaxPool1d",
+    "MaxUnpool1d", "MaxUnpool2d",
 ]

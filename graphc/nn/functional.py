@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.dispatch import apply
-from ..ops.functions_nn import _pair  # the pools read pairs as conv2d (declared there) does
 from ..ir.errors import GraphcError, ShapeError
 from ..core.tensor import Tensor
 
@@ -24,32 +23,6 @@ def linear(input, weight, bias=None):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     return apply("leaky_relu", [input], {"negative_slope": float(negative_slope)})
-
-
-def _no_ceil(ceil_mode, what):
-    if ceil_mode:
-        raise GraphcError(f"{what}(ceil_mode=True) is not supported")
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    _no_ceil(ceil_mode, "max_pool2d")
-    if return_indices:
-        raise GraphcError("max_pool2d(return_indices=True) is not supported")
-    kernel = _pair(kernel_size, "kernel_size")
-    attrs = {"kernel_size": kernel, "stride": _pair(stride if stride is not None else kernel, "stride"),
-             "padding": _pair(padding, "padding"), "dilation": _pair(dilation, "dilation")}
-    return apply("max_pool2d", [input], attrs)
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
-    _no_ceil(ceil_mode, "avg_pool2d")
-    if divisor_override is not None:
-        raise GraphcError("avg_pool2d(divisor_override=...) is not supported")
-    kernel = _pair(kernel_size, "kernel_size")
-    attrs = {"kernel_size": kernel, "stride": _pair(stride if stride is not None else kernel, "stride"),
-             "padding": _pair(padding, "padding"), "count_include_pad": bool(count_include_pad)}
-    return apply("avg_pool2d", [input], attrs)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -233,6 +206,7 @@ from .losses_functional import (binary_cross_entropy, binary_cross_entropy_with_
 from ..ops import functions as _functions  # noqa: E402,F401  (declares them)
 from ..ops import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer_norm, embedding, conv1d, ...)
 from ..ops.surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
+from . import functional_pool as _functional_pool  # noqa: E402,F401  (max_pool1d/2d, avg_pool1d/2d, lp_pool, ...)
 
 globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})
 
