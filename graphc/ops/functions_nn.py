@@ -278,24 +278,29 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (1, 3, 5, 5)
     """
     kernel = tuple(weight.shape[2:])
+    uneven = ()
     if isinstance(padding, str):
-        padding = _string_padding(padding, kernel, _pair(stride, "stride"), _pair(dilation, "dilation"))
+        padding, uneven = _string_padding(padding, kernel, _pair(stride, "stride"), _pair(dilation, "dilation"))
     attrs = {"stride": _pair(stride, "stride"), "padding": _pair(padding, "padding"),
              "dilation": _pair(dilation, "dilation"), "groups": groups}
-    return apply("conv2d", [input, weight] + ([bias] if bias is not None else []), attrs)
+    out = apply("conv2d", [input, weight] + ([bias] if bias is not None else []), attrs)
+    for dim in uneven:  # 'same' with an odd total: the larger side on both ends, its first row dropped
+        out = out[(slice(None),) * dim + (slice(1, None),)]
+    return out
 
 
 def _string_padding(mode, kernel, stride, dilation):
+    """``(padding, dims whose first output row to drop)``: PyTorch's 'same' puts the extra
+    zero of an odd total on the right; padding both ends with the larger side and dropping
+    the first row gives the same result with one conv."""
     if mode == "valid":
-        return (0, 0)
+        return (0, 0), ()
     if mode != "same":
         raise GraphcError(f"padding must be an int, a pair, 'same' or 'valid'; got {mode!r}")
     if stride != (1, 1):
         raise GraphcError("padding='same' needs stride 1 (as in PyTorch)")
     total = [d * (k - 1) for d, k in zip(dilation, kernel)]
-    if any(t % 2 for t in total):
-        raise GraphcError(f"padding='same' with kernel {kernel} needs uneven padding, which graphc does not support")
-    return tuple(t // 2 for t in total)
+    return tuple((t + 1) // 2 for t in total), tuple(2 + i for i, t in enumerate(total) if t % 2)
 
 
 def _single(value, what):
