@@ -51,6 +51,7 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     from .nn.module import Module
 
     root = root if root is not None else (fn if isinstance(fn, Module) else None)
+    given = (names, example_inputs)  # as called: a trace that pins a symbolic size starts again from these
     names = names or input_names(fn, len(example_inputs))
     input_tree = None
     if any(isinstance(x, tuple) for x in example_inputs):  # (h0, c0): one plan input per tensor
@@ -70,9 +71,17 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     _check_products(declared, arrays, {**sizes, **({BATCH: batch} if batch is not None else {})})
     shape_of = [{**({0: BATCH} if batch is not None and a.ndim and a.shape[0] == batch else {}), **dims}
                 for a, dims in zip(arrays, declared)]
-    graph, tracer = trace_both_ways(
-        lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, (batch, sizes, shape_of),
-                                            decisions, also, input_tree), root)
+    try:
+        graph, tracer = trace_both_ways(
+            lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, (batch, sizes, shape_of),
+                                                decisions, also, input_tree), root)
+    except PinnedDims as pinned:  # len(x) read a size, then a shape mixed it with the symbol: trace it fixed
+        kept = [{d: sym for d, sym in dims.items() if not set(dim_symbols(sym)) & pinned.symbols} for dims in declared]
+        fixes_batch = batch is not None and BATCH in pinned.symbols
+        if kept == declared and not fixes_batch:
+            raise pinned.error from None
+        return trace_model(fn, given[1], name, dynamic_batch and not fixes_batch, root, given[0],
+                           dynamic_dims={i: dims for i, dims in enumerate(kept) if dims})
     if input_tree is not None:
         graph.meta["input_tree"] = input_tree
     refuse_float16(graph)
@@ -93,7 +102,14 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
     if input_tree is not None:
         symbols = nest_inputs(input_tree, symbols)
     with tracing_modules(root, tracer), active(tracer):
-        result = fn(*symbols)
+        try:
+            result = fn(*symbols)
+        except ShapeError as e:
+            pinned = {BATCH} if "fixed_batch" in tracer.graph.meta else set()
+            pinned |= set(tracer.graph.meta.get("fixed_dims", {}))
+            if pinned:
+                raise PinnedDims(pinned, e) from None
+            raise
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     if any(isinstance(out, (tuple, list, dict)) for out in outputs):  # LSTM's (output, (h_n, c_n))
         outputs, tree = _flat_outputs(result)
@@ -118,6 +134,16 @@ def _trace_once(fn, arrays, numbers, name, root, names, dims, decisions, also_di
         tracer.graph.output_names += [f"grad.{name}" for name, _, _ in gradients]
         tracer.graph.meta["gradients"] = [{"param": name, "accumulates": acc} for name, _, acc in gradients]
     return tracer.graph, tracer
+
+
+class PinnedDims(Exception):
+    """A trace read symbolic sizes as plain numbers (``len(x)``, ``int(x.size(0))``) and then
+    failed to combine a shape at that number with one at the symbol (``x + c[:len(x)]``):
+    :func:`trace_model` traces again with those dims fixed at the example's sizes."""
+
+    def __init__(self, symbols: set, error: ShapeError):
+        super().__init__(str(error))
+        self.symbols, self.error = symbols, error
 
 
 def _flat_inputs(example_inputs, names) -> tuple[list, list, list]:

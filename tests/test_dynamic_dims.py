@@ -170,3 +170,21 @@ def test_shapes_read_off_a_traced_tensor_stay_symbolic_in_creation_and_expand():
     plan = gc.compile(f, (np.zeros((3, 4), np.float32),))
     assert "fixed_batch" not in plan.graph.meta
     assert plan(np.zeros((5, 4), np.float32)).tolist() == [[3.0] * 4] * 5
+
+
+def test_a_size_read_as_a_number_then_mixed_with_its_symbol_traces_that_dim_fixed():
+    """``x + pe[:len(x)]`` (a positional table sliced by ``len``): ``len`` is a plain int, so the
+    slice has the example's length while ``x`` has the symbol; the trace starts again with
+    that dim fixed, the other symbols kept."""
+    pe = gc.ones(10, 1, 3)
+
+    def f(x):
+        return x + pe[:len(x)]
+    x = np.ones((4, 2, 3), np.float32)
+    plan = gc.compile(f, (x,), dynamic_dims={"x": {0: "T", 1: "N"}})
+    assert str(plan.graph.inputs[0].type) == "f32[4,N,3]"
+    np.testing.assert_array_equal(plan(np.ones((4, 5, 3), np.float32)), np.full((4, 5, 3), 2.0, np.float32))
+    with pytest.raises(gc.ShapeError, match="expected f32\\[4,N,3\\]"):
+        plan(np.ones((6, 5, 3), np.float32))
+    batch_plan = gc.compile(lambda x: x + gc.ones(4, 3)[:len(x)], (np.ones((2, 3), np.float32),))
+    assert str(batch_plan.graph.inputs[0].type) == "f32[2,3]"  # the batch read by len(): fixed

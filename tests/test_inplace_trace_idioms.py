@@ -261,3 +261,19 @@ def test_a_negative_int_with_an_unsigned_tensor_wraps_around_as_in_pytorch(compi
     out = gc.compile(fn, (u,))(u) if compiled else [t.numpy() for t in fn(gc.tensor(u))]
     assert [o.tolist() for o in out] == [[255, 198], [255, 56], [254, 197]]  # torch.uint8's answers
     assert all(o.dtype == np.uint8 for o in out)
+
+
+def test_a_tensor_filled_twice_in_a_compiled_step_as_dcgan_labels():
+    """DCGAN's ``label.fill_(fake_label)`` then ``label.fill_(real_label)``: a fill copies, so
+    the label is no view of its fill value and may be written again."""
+    def step(x):
+        label = gc.full((x.size(0),), 1.0)
+        a = x * label
+        label.fill_(0.0)
+        b = x * label
+        label.fill_(1.0)
+        label.copy_(label * 2.0)
+        return a + b + x * label
+
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(gc.compile(step, (x,))(x), step(gc.tensor(x)).numpy())

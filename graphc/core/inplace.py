@@ -117,8 +117,15 @@ def _commit(tracer, tensor: Tensor, new, what: str, cast: bool = False) -> Tenso
     new = new.cast(current.dtype)
     dims = current._value.type.shape
     if new._tracer is None or new._value.type.shape != dims:
-        new = apply("broadcast_to", [new if new._tracer is not None else _current(tracer, new)],
-                    {"shape": list(dims)})
+        source = new if new._tracer is not None else _current(tracer, new)
+        was_aliased = id(source._value) in tracer.aliased
+        new = apply("broadcast_to", [source], {"shape": list(dims)})
+        # a write copies (PyTorch's fill_/copy_): the written tensor is no view of its source,
+        # so neither is refused a later in-place write for sharing storage
+        tracer.aliased.discard(id(new._value))
+        tracer.state_views.pop(id(new._value), None)
+        if not was_aliased:
+            tracer.aliased.discard(id(source._value))
     name = tracer.state_name(tensor)
     if name is not None:
         tracer.write_state(name, new._value)
