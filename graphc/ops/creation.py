@@ -226,6 +226,19 @@ def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=Fals
     return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
+@torchsymbol(top=False, functional=False)
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding ``data`` (copied), with this tensor's dtype unless given, as
+    PyTorch's ``Tensor.new_tensor``.
+
+    >>> import graphc as gc
+    >>> gc.ones(2, dtype=gc.float64).new_tensor([1, 2]).dtype
+    <DType.float64: 'f64'>
+    """
+    data = data.numpy() if isinstance(data, Tensor) and data._tracer is None else data
+    return tensor(np.array(data, copy=True), dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
 def _filled_like(t: Tensor, value: float, dtype, device) -> Tensor:
     dtype = dtype if dtype is not None else t.dtype
     if t._tracer is not None:  # not a constant of the example's shape: the plan runs at any batch size

@@ -88,6 +88,41 @@ def expand(input, *sizes):
 
 
 @torchsymbol(**_METHOD_ONLY)
+def repeat(input, *sizes):
+    """Tile the tensor ``sizes[i]`` times along dim ``i`` (more sizes than dims add leading
+    dims), as PyTorch's ``Tensor.repeat``: a broadcast of a reshaped view, then one reshape.
+
+    >>> import graphc as gc
+    >>> gc.tensor([[1.0, 2.0]]).repeat(2, 3).tolist()
+    [[1.0, 2.0, 1.0, 2.0, 1.0, 2.0], [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]]
+    """
+    sizes = list(shape_args(sizes))
+    have = list(input.shape)
+    if len(sizes) < len(have):
+        raise GraphcError(f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than the number of "
+                          f"dimensions of tensor ({len(have)})")
+    if any(isinstance(r, SymInt) or r < 0 for r in sizes):
+        raise GraphcError(f"repeat: the repeats must be non-negative Python ints, got {sizes}")
+    have = [1] * (len(sizes) - len(have)) + have
+    spread = [d for size in have for d in (1, size)]
+    tiled = [d for r, size in zip(sizes, have) for d in (r, size)]
+    out = expand(reshape(input, spread), *tiled)
+    return reshape(out, [r * size if r != 1 else size for r, size in zip(sizes, have)])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def tile(input, dims):
+    """``torch.tile``: ``repeat`` with fewer repeats than dims meaning leading ones.
+
+    >>> import graphc as gc
+    >>> gc.tile(gc.tensor([[1, 2], [3, 4]]), (2,)).tolist()
+    [[1, 2, 1, 2], [3, 4, 3, 4]]
+    """
+    dims = list(shape_args(tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)))
+    return repeat(input, *([1] * (input.ndim - len(dims)) + dims))
+
+
+@torchsymbol(**_METHOD_ONLY)
 def expand_as(input, other):
     """``expand(other.shape)``."""
     return expand(input, other.shape)
