@@ -175,6 +175,8 @@ def test_every_reader_has_a_case():
     control |= set(CONV_TRANSPOSE_READERS)
     from graphc.onnx.resample_readers import RESAMPLE_READERS  # tests/test_onnx_resample_import.py
     control |= set(RESAMPLE_READERS)
+    from graphc.onnx.vision_readers import VISION_READERS  # tests/test_onnx_vision_import.py
+    control |= set(VISION_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

@@ -52,8 +52,11 @@ def _done(outs, added, dims=(0,)):
 def _window_attrs(kernel_size, stride, padding, ceil_mode):
     kernel = _pair(kernel_size, "kernel_size")
     stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else stride
-    return {"kernel_size": kernel, "stride": _pair(stride, "stride"), "padding": _pair(padding, "padding"),
-            "ceil_mode": bool(ceil_mode)}
+    pads = _pair(padding, "padding")
+    if pads[0] > kernel[0] // 2 or pads[1] > kernel[1] // 2:
+        raise ShapeError(f"pad should be at most half of effective kernel size, but got pad={padding}, "
+                         f"kernel_size={kernel_size}")
+    return {"kernel_size": kernel, "stride": _pair(stride, "stride"), "padding": pads, "ceil_mode": bool(ceil_mode)}
 
 
 def max_pool2d_attrs(kernel_size, stride, padding, dilation, ceil_mode):

@@ -23,6 +23,7 @@ from .export_attention import write_attention
 from .export_fill import shape_tensor, write_full
 from .export_recurrent_cell import RECURRENT_CELL_WRITERS
 from .export_conv_transpose import CONV_TRANSPOSE_WRITERS
+from .vision_export import VISION_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
@@ -124,18 +125,6 @@ def _conv(w: _Writer, node, ins, out, relu=False):
            dilations=_pairs(a, "dilation"), group=int(a["groups"]))
     if relu:
         w.node("Relu", [target], [out], node.meta)
-
-
-def _pool(op_type):
-    def write(w: _Writer, node, ins, out):
-        a = node.attrs
-        ph, pw = _pairs(a, "padding")
-        extra = {"dilations": _pairs(a, "dilation")} if "dilation" in a else {}
-        if "count_include_pad" in a:
-            extra["count_include_pad"] = int(a["count_include_pad"])
-        w.node(op_type, ins, [out], node.meta, kernel_shape=_pairs(a, "kernel_size"), strides=_pairs(a, "stride"),
-               pads=[ph, pw, ph, pw], **extra)
-    return write
 
 
 def _adaptive_avg_pool(w: _Writer, node, ins, out):
@@ -290,7 +279,7 @@ def _argmax(w: _Writer, node, ins, out):
 WRITERS = {
     "linear": _gemm, "linear_relu": lambda w, n, i, o: _gemm(w, n, i, o, relu=True),
     "conv2d": _conv, "conv2d_relu": lambda w, n, i, o: _conv(w, n, i, o, relu=True),
-    "matmul": _simple("MatMul"), "max_pool2d": _pool("MaxPool"), "avg_pool2d": _pool("AveragePool"),
+    "matmul": _simple("MatMul"),
     "adaptive_avg_pool2d": _adaptive_avg_pool, "reshape": _reshape, "flatten": _flatten,
     "permute": lambda w, n, i, o: w.node("Transpose", i, [o], n.meta, perm=[int(p) for p in n.attrs["perm"]]),
     "concat": lambda w, n, i, o: w.node("Concat", i, [o], n.meta, axis=int(n.attrs["dim"])),
@@ -310,6 +299,7 @@ WRITERS = {
     "attention": write_attention,
 }
 WRITERS.update(CONV_TRANSPOSE_WRITERS)  # conv_transpose2d, im2col, col2im
+WRITERS.update(VISION_WRITERS)  # max/avg pooling (ceil_mode, indices), adaptive max pooling, max unpooling
 MULTI_OUTPUT_WRITERS = {**CONTROL_WRITERS, **RECURRENT_CELL_WRITERS}  # writer(w, node, ins, outs)
 
 

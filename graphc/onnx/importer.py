@@ -28,6 +28,7 @@ from .logic_readers import LOGIC_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
 from .resample_readers import RESAMPLE_READERS
+from .vision_readers import VISION_READERS
 
 IMPORT_OPSETS = range(11, 26)  # the default-domain opsets whose op forms the readers know (22-25: types, Attention)
 OLD_OPSETS = range(8, 11)  # read only for models of OLD_OPSET_OPS, ops whose older forms the readers know too
@@ -44,6 +45,7 @@ whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_
 Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
 NODE_READERS.update(RESAMPLE_READERS)  # Pad (all modes), Resize, DepthToSpace, SpaceToDepth (test_onnx_resample_import.py)
 NODE_READERS.update(CONV_TRANSPOSE_READERS)  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
+NODE_READERS.update(VISION_READERS)  # MaxPool, AveragePool, LpPool, MaxUnpool, LRN, PRelu, Elu, ... (test_onnx_vision_import.py)
 
 
 class ModelReader(GraphReader):
