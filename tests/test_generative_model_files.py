@@ -54,6 +54,7 @@ STEPS = 3
 # convolutions summed in other orders than oneDNN's). (c) training: the bar, RTOL 1e-4 relative
 # (ATOL 1e-6 for entries near zero), for the losses and every parameter and buffer after 3 steps.
 B, IMG = 4, 16
+STYLE_BATCH = B  # the example repeats the style image to args.batch_size and slices gm[:n_batch]
 
 
 def lib_of(lib):
@@ -114,7 +115,7 @@ def batches(case):
 
 
 def style_image():
-    return np.random.default_rng(8).uniform(0, 255, (2, 3, IMG, IMG)).astype(np.float32)
+    return np.random.default_rng(8).uniform(0, 255, (1, 3, IMG, IMG)).astype(np.float32)  # one image, repeated
 
 
 def perturbed(model):
@@ -223,7 +224,7 @@ def make_step(case, m, model, lib):
         return m.make_train_step(net_g, net_d, *m.make_optimizers(net_g, net_d))
     if case == "fast_style_transfer":
         transformer, vgg = model["transformer"], model["vgg"]
-        gram_style = m.style_grams(vgg, to_lib(style_image(), lib))
+        gram_style = m.style_grams(vgg, to_lib(style_image(), lib), STYLE_BATCH)
         return m.make_train_step(transformer, vgg, m.make_optimizer(transformer, lr=STYLE_LR), gram_style)
     return m.make_train_step(model, m.make_optimizer(model))
 
@@ -340,7 +341,7 @@ def style_float64(lib, state=None):
 
 def style_float64_train(m, model, lib, lr, compiled=False):
     transformer, vgg = model["transformer"], model["vgg"]
-    gram_style = m.style_grams(vgg, to_lib(style_image().astype(np.float64), lib))
+    gram_style = m.style_grams(vgg, to_lib(style_image().astype(np.float64), lib), STYLE_BATCH)
     step = m.make_train_step(transformer, vgg, m.make_optimizer(transformer, lr=lr), gram_style)
     xs = [x.astype(np.float64) for (x,) in batches("fast_style_transfer")]
     if compiled:

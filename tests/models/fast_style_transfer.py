@@ -132,8 +132,8 @@ def gram_matrix(y):
 
 def normalize_batch(batch):
     # normalize using imagenet mean and std
-    mean = torch.tensor([0.485, 0.456, 0.406], dtype=batch.dtype).view(-1, 1, 1)
-    std = torch.tensor([0.229, 0.224, 0.225], dtype=batch.dtype).view(-1, 1, 1)
+    mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+    std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
     batch = batch.div(255.0)
     return (batch - mean) / std
 
@@ -143,8 +143,10 @@ def total_variation(y):
             torch.sum(torch.abs(y[:, :, :-1, :] - y[:, :, 1:, :])))
 
 
-def style_grams(vgg, style):
-    """The example's set-up: the style image's Gram matrices, once, outside the loop."""
+def style_grams(vgg, style, batch_size):
+    """The example's set-up: the style image repeated over a batch, its Gram matrices, once,
+    outside the loop."""
+    style = style.repeat(batch_size, 1, 1, 1)
     features_style = vgg(normalize_batch(style))
     return [gram_matrix(y) for y in features_style]
 
