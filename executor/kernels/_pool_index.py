@@ -81,37 +81,53 @@ def _max_pool2d_indices(xp, spec):
     return writes_out(run)
 
 
+def _first_offset(xp, offset, hit, b):
+    """``offset = b where hit``: visited from the last offset to the first, the first match stays."""
+    step = offset - b
+    step *= hit
+    offset -= step
+
+
 def _adaptive_max(xp, spec, want_indices: bool):
-    h, w = spec.in_types[0].shape[2:]
+    """Separable, one kernel offset at a time (never a pixel): the max over each column bin of
+    every row (one gather along W per offset into the largest bin), then over each row bin of
+    those (one gather along H per offset). Short bins repeat their last cell, which changes
+    neither the max nor the first maximum. Indices: per row the first column offset reaching its
+    bin's max (offsets visited last to first), then the first row offset whose column max is the
+    bin's max: the first maximum in row-major order, PyTorch's (a NaN bin's index is left at its
+    first cell)."""
+    n, c, h, w = spec.in_types[0].shape
     oh, ow = spec.attrs["output_size"]
     (r0, r1), (c0, c1) = _bins(h, oh), _bins(w, ow)
+    rows = [xp.asarray(np.minimum(r0 + a, r1 - 1)) for a in range(int((r1 - r0).max()))]
+    cols = [xp.asarray(np.minimum(c0 + b, c1 - 1)) for b in range(int((c1 - c0).max()))]
     dtype = spec.in_types[0].dtype.numpy
-    shape = spec.out_types[0].shape
-    best = xp.empty(shape, dtype=dtype)
-    idx = xp.empty(shape, np.int64)
-    start = xp.asarray(r0[:, None] * w + c0[None, :])
-    better = xp.empty(shape, dtype=bool)
-    offsets = []
-    for i in range(int((r1 - r0).max())):  # one gather per offset into the largest bin
-        rows = np.minimum(r0 + i, r1 - 1)  # short bins repeat their last cell: the max is unchanged
-        for j in range(int((c1 - c0).max())):
-            cols = np.minimum(c0 + j, c1 - 1)
-            offsets.append((xp.asarray(rows[:, None]), xp.asarray(cols[None, :]),
-                            xp.asarray(rows[:, None] * w + cols[None, :])))
+    col_best, best = xp.empty((n, c, h, ow), dtype), xp.empty((n, c, oh, ow), dtype)
+    col_off, row_off = xp.empty((n, c, h, ow), np.int64), xp.empty((n, c, oh, ow), np.int64)
+    hit, row_hit = xp.empty((n, c, h, ow), bool), xp.empty((n, c, oh, ow), bool)
+    c0_x, r0_x = xp.asarray(c0), xp.asarray(r0[:, None])
 
     def run(x, out=None):
-        best.fill(-np.inf)
-        idx[...] = start
-        for rows, cols, index in offsets:
-            v = x[:, :, rows, cols]
-            xp.greater(v, best, out=better)
-            xp.logical_or(better, xp.isnan(v), out=better)
-            xp.copyto(best, v, where=better)
-            if want_indices:
-                xp.copyto(idx, xp.broadcast_to(index, shape), where=better)
-        got = idx if want_indices else best
+        xp.take(x, cols[0], axis=3, out=col_best)
+        for q in cols[1:]:
+            xp.maximum(col_best, xp.take(x, q, axis=3), out=col_best)
+        xp.take(col_best, rows[0], axis=2, out=best)
+        for r in rows[1:]:
+            xp.maximum(best, xp.take(col_best, r, axis=2), out=best)
+        got = best
+        if want_indices:
+            col_off.fill(0)
+            for b in range(len(cols) - 1, -1, -1):
+                xp.equal(x[:, :, :, cols[b]], col_best, out=hit)
+                _first_offset(xp, col_off, hit, b)
+            row_off.fill(0)
+            for a in range(len(rows) - 1, -1, -1):
+                xp.equal(col_best[:, :, rows[a]], best, out=row_hit)
+                _first_offset(xp, row_off, row_hit, a)
+            row = row_off + r0_x  # the winning row of each bin, then the winning column in that row
+            got = row * w + xp.take_along_axis(col_off, row, axis=2) + c0_x
         if out is None:
-            return got.copy()
+            return got.copy() if got is best else got
         xp.copyto(out, got)
         return out
     return writes_out(run)
