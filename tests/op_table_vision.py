@@ -1,11 +1,11 @@
 """The op table's entries for the index-based pooling ops (ir/ops/pool.py): ``max_pool2d_indices``
-(``return_indices``), ``adaptive_max_pool2d`` and its ``adaptive_max_pool2d_indices``, ``max_unpool2d`` and the backward ops
-``adaptive_max_pool2d_grad`` (a scatter-add) and ``max_unpool2d_grad`` (a gather). References
-loop over output positions in float64; an index is PyTorch's flat ``h * W + w`` per plane.
-PyTorch's side is ``F.max_pool2d(return_indices=True)`` / ``F.adaptive_max_pool2d`` and, for
-the scatter/gather ops, ``scatter_add`` / ``scatter`` / ``gather`` over the flattened planes. The
-inputs come from their own generator, so these rows leave the other rows' inputs (and their
-recorded references) as they were.
+(``return_indices``), ``adaptive_max_pool2d`` and its ``adaptive_max_pool2d_indices``,
+``max_unpool2d`` and the backward ops ``adaptive_max_pool2d_grad`` (a scatter-add) and
+``max_unpool2d_grad`` (a gather). References loop over output positions in float64; an index is
+PyTorch's flat ``h * W + w`` per plane. PyTorch's side is ``F.max_pool2d(return_indices=True)`` /
+``F.adaptive_max_pool2d`` and, for the scatter/gather ops, ``scatter_add`` / ``scatter`` /
+``gather`` over the flattened planes. The inputs come from their own generator, so these rows
+leave the other rows' inputs (and their recorded references) as they were.
 """
 from __future__ import annotations
 

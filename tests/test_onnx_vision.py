@@ -33,7 +33,8 @@ class _Layers(nn.Module):
                                    nn.Softsign(), nn.Tanhshrink(), nn.Threshold(0.2, -1.0), nn.Hardsigmoid(),
                                    nn.LogSigmoid(), nn.Softmin(1), nn.Softmax2d()])
         self.pools = nn.ModuleList([nn.MaxPool2d(3, 2, 1, ceil_mode=True), nn.MaxPool2d(2, 1, dilation=2),
-                                    nn.AvgPool2d(3, 2, 1, ceil_mode=True), nn.AvgPool2d(3, 2, 1, count_include_pad=False),
+                                    nn.AvgPool2d(3, 2, 1, ceil_mode=True),
+                                    nn.AvgPool2d(3, 2, 1, count_include_pad=False),
                                     nn.AvgPool2d(2, divisor_override=3), nn.LPPool2d(2, 3, 2),
                                     nn.AdaptiveMaxPool2d(1), nn.AdaptiveMaxPool2d((4, 2))])
         self.with_indices = nn.MaxPool2d(2, return_indices=True)

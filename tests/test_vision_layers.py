@@ -226,3 +226,56 @@ def test_return_indices_and_unpool_match_torch(case, torch_ref):
         assert_close(out, ref["unpooled"], tol=0.0, what="unpooled")
     (out * gc.tensor(r)).sum().backward()
     assert_close(xg.grad, ref["grad"], tol=F64_TOL, what="input gradient")
+
+
+FUNCTIONAL = [
+    # (F name, extra args, kwargs, input shape)
+    ("selu", (), {}, (2, 3, 4)),
+    ("celu", (), {"alpha": 2.0}, (2, 3, 4)),
+    ("mish", (), {}, (2, 3, 4)),
+    ("softsign", (), {}, (2, 3, 4)),
+    ("tanhshrink", (), {}, (2, 3, 4)),
+    ("threshold", (0.5, 7.0), {}, (2, 3, 4)),
+    ("hardsigmoid", (), {"inplace": True}, (2, 3, 4)),
+    ("logsigmoid", (), {}, (2, 3, 4)),
+    ("softmin", (), {"dim": 1, "dtype": "float64"}, (2, 3, 4)),
+    ("instance_norm", (), {"eps": 1e-3}, (2, 3, 5, 4)),
+    ("local_response_norm", (3,), {"alpha": 0.2, "beta": 0.6, "k": 1.5}, (2, 5, 4)),
+    ("max_pool1d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True}, (2, 3, 10)),
+    ("avg_pool1d", (4,), {"stride": 3, "ceil_mode": True, "count_include_pad": False, "padding": 2}, (2, 3, 11)),
+    ("avg_pool2d", (3,), {"stride": 2, "ceil_mode": True, "divisor_override": 5}, (2, 3, 8, 9)),
+    ("adaptive_avg_pool1d", (3,), {}, (2, 3, 10)),
+    ("adaptive_max_pool1d", (4,), {}, (2, 3, 9)),
+    ("lp_pool1d", (2, 3), {"stride": 2, "ceil_mode": True}, (2, 3, 10)),
+    ("lp_pool2d", (3, (2, 2)), {}, (2, 3, 6, 6)),
+]
+
+
+def _torch_functional(name, args, kwargs, x):
+    import torch.nn.functional as tF
+
+    kwargs = {k: getattr(torch, v) if k == "dtype" else v for k, v in kwargs.items()}
+    return {"out": getattr(tF, name)(torch.from_numpy(x.copy()), *args, **kwargs).numpy()}
+
+
+@pytest.mark.parametrize("case", FUNCTIONAL, ids=[case_id(c) for c in FUNCTIONAL])
+def test_functional_forms_match_torch(case, torch_ref):
+    import graphc.nn.functional as F
+
+    name, args, kwargs, shape = case
+    x = _input(shape).astype(np.float64)
+    ref = torch_ref([case, x], lambda: _torch_functional(name, args, kwargs, x))
+    got = getattr(F, name)(gc.tensor(x), *args, **{k: getattr(gc, v) if k == "dtype" else v for k, v in kwargs.items()})
+    assert_close(got, ref["out"], tol=F64_TOL, what=name)
+
+
+def test_pool_padding_over_half_the_kernel_is_refused_as_in_torch():
+    with pytest.raises(gc.ShapeError, match="at most half"):
+        nn.MaxPool2d(2, padding=2)(gc.zeros(1, 1, 6, 6))
+    with pytest.raises(gc.ShapeError, match="at most half"):
+        nn.AvgPool1d(3, padding=2)(gc.zeros(1, 1, 6))
+
+
+def test_max_unpool_refuses_an_index_outside_the_output():
+    with pytest.raises(gc.ShapeError, match="outside the output plane"):
+        nn.MaxUnpool2d(2)(gc.ones(1, 1, 1, 1), gc.tensor(np.array([[[[9]]]], np.int64)))

@@ -1,6 +1,6 @@
 """``graphc.nn``: modules with PyTorch's API, plus ``graphc.nn.functional``."""
 from . import functional, init, parallel, utils
-from . import functional_vision  # noqa: F401  (declares F.selu, F.prelu, F.instance_norm, F.max_unpool2d, ...)
+from . import functional_vision  # noqa: F401  (declares F.selu, F.prelu, F.instance_norm, ...)
 from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
                          Softplus, Tanh)
 from .containers import Identity, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential

@@ -45,7 +45,7 @@ whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_
 Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
 NODE_READERS.update(RESAMPLE_READERS)  # Pad (all modes), Resize, DepthToSpace, SpaceToDepth (test_onnx_resample_import.py)
 NODE_READERS.update(CONV_TRANSPOSE_READERS)  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
-NODE_READERS.update(VISION_READERS)  # MaxPool, AveragePool, LpPool, MaxUnpool, LRN, PRelu, Elu, ... (test_onnx_vision_import.py)
+NODE_READERS.update(VISION_READERS)  # pooling, LRN, PRelu, Elu, Selu, ... (tests/test_onnx_vision_import.py)
 
 
 class ModelReader(GraphReader):

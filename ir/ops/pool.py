@@ -37,8 +37,11 @@ def _pool(name):
         need_static(x.shape[1:2], name, "channels")
         (kh, kw), (sh, sw), (ph, pw) = attrs["kernel_size"], attrs["stride"], attrs["padding"]
         dh, dw = attrs.get("dilation", (1, 1))
-        # (PyTorch's F.max_pool2d refuses padding over half the kernel, graphc's F. does too;
-        # ONNX allows it, so the op takes it: a window wholly in the padding gives -inf / 0 / NaN)
+        # padding up to the window's extent less one, as ONNX (onnxruntime) allows; PyTorch's F.max_pool2d
+        # (and graphc's F.) refuse more than half the kernel, so every window keeps a real cell there
+        if ph >= dh * (kh - 1) + 1 or pw >= dw * (kw - 1) + 1:
+            raise ShapeError(f"{name}: padding {attrs['padding']} must be smaller than the kernel "
+                             f"{attrs['kernel_size']} (dilated {attrs.get('dilation', (1, 1))})")
         ceil = attrs.get("ceil_mode", False)
         oh = pool_out(x.shape[2], kh, sh, ph, dh, ceil, name)
         ow = pool_out(x.shape[3], kw, sw, pw, dw, ceil, name)
