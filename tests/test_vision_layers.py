@@ -33,6 +33,7 @@ CASES = [
     ("InstanceNorm1d", (3,), {"affine": True}, (2, 3, 7)),
     ("InstanceNorm1d", (3,), {"track_running_stats": True, "momentum": 0.3}, (4, 3, 6)),
     ("InstanceNorm1d", (3,), {}, (3, 7)),  # unbatched
+    ("InstanceNorm1d", (3,), {"track_running_stats": True, "momentum": None}, (2, 3, 7)),  # stats stay put
     ("InstanceNorm2d", (4,), {}, (2, 4, 5, 6)),
     ("InstanceNorm2d", (4,), {"affine": True, "eps": 1e-3}, (2, 4, 5, 6)),
     ("InstanceNorm2d", (4,), {"affine": True, "track_running_stats": True}, (3, 4, 5, 5)),

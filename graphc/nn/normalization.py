@@ -162,7 +162,8 @@ class _InstanceNorm(Module):
             raise ShapeError(f"{name}({self.num_features}) expected input's size at dim 1 to match num_features "
                              f"({self.num_features}), but got {x.shape[1]}")
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                              self.training or not self.track_running_stats, self.momentum, self.eps)
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)  # (PyTorch's None)
         return out.squeeze(0) if unbatched else out
 
     def extra_repr(self):
