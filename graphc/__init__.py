@@ -33,6 +33,10 @@ from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F4
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
 from . import nn  # noqa: E402
+# torch.selu, torch.max_pool1d, ...: the F functions PyTorch also has at the top with the same signature
+_TOP_FROM_F = ("selu", "celu", "prelu", "threshold", "max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d",
+               "pixel_shuffle", "pixel_unshuffle")
+globals().update({_name: getattr(nn.functional, _name) for _name in _TOP_FROM_F})
 from .compile import compile, export, load, trace  # noqa: E402
 from .core.custom_ops import custom_op  # noqa: E402
 from .core.control_flow import cond, scan, while_loop  # noqa: E402
@@ -51,4 +55,4 @@ __all__ = sorted({
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
     "inference_mode", "int64", "is_grad_enabled", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
-    *_surface.TOP_LEVEL})
+    *_surface.TOP_LEVEL, *_TOP_FROM_F})
