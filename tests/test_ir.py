@@ -56,7 +56,7 @@ def test_golden_cnn_ir_eval_and_train():
   %0:f32[N,4,8,8] = conv2d[stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1](%x, @features.0.weight, @features.0.bias)  # features.0 (Conv2d) at test_ir.py:{ctor}
   %1:f32[N,4,8,8] = batch_norm[eps=1e-05](%0, @features.1.weight, @features.1.bias, @features.1.running_mean, @features.1.running_var)  # features.1 (BatchNorm2d) at test_ir.py:{ctor}
   %2:f32[N,4,8,8] = relu(%1)  # features.2 (ReLU) at test_ir.py:{ctor}
-  %3:f32[N,4,4,4] = max_pool2d[kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], dilation=[1, 1]](%2)  # features.3 (MaxPool2d) at test_ir.py:{ctor}
+  %3:f32[N,4,4,4] = max_pool2d[kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], ceil_mode=False, dilation=[1, 1]](%2)  # features.3 (MaxPool2d) at test_ir.py:{ctor}
   %4:f32[N,64] = flatten[start_dim=1, end_dim=-1](%3)  # SmallCNN at test_ir.py:{flat}
   %5:f32[N,10] = linear(%4, @head.weight, @head.bias)  # head (Linear) at test_ir.py:{ctor_head}
   return %5

@@ -238,12 +238,16 @@ def test_asymmetric_conv_pads_are_refused_naming_the_node(tmp_path):
     assert "conv_asym (Conv)" in message
 
 
-def test_maxpool_ceil_mode_that_changes_the_output_size_is_refused(tmp_path):
+def test_maxpool_ceil_mode_that_changes_the_output_size_imports(tmp_path):
+    """Refused before issue 33; pooling has ceil_mode now (tests/test_onnx_vision_import.py
+    runs onnx's own ceil cases against their expected outputs)."""
     node = helper.make_node("MaxPool", ["x"], ["y"], name="pool_ceil", kernel_shape=[3, 3], strides=[2, 2],
                             ceil_mode=1)
-    message = refused(write(tmp_path / "m.onnx", make_model([node], inputs=image_input(6))),
-                      r"ceil_mode=1 changes this pooling's output size")
-    assert "pool_ceil (MaxPool)" in message
+    plan = gc.load(write(tmp_path / "m.onnx", make_model([node], inputs=image_input(6))))
+    x = np.arange(2 * 6 * 6, dtype=np.float32).reshape(2, 1, 6, 6)
+    out = plan(x)
+    assert out.shape == (2, 1, 3, 3)  # floor mode would give 2x2
+    np.testing.assert_array_equal(out[..., -1, -1], x[..., 5, 5])  # the last window: rows and columns 4..5
 
 
 # ---- malicious names ---------------------------------------------------------------------------
