@@ -162,7 +162,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return resample(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
-from .functional_resample import affine_grid, grid_sample, pixel_shuffle, pixel_unshuffle  # noqa: E402,F401
+from .functional_resample import pixel_shuffle, pixel_unshuffle  # noqa: E402,F401
+from .functional_grid import affine_grid, grid_sample  # noqa: E402,F401
 
 
 def _vector_norm(input, p, dim):
