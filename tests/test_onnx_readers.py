@@ -177,6 +177,8 @@ def test_every_reader_has_a_case():
     control |= set(RESAMPLE_READERS)
     from graphc.onnx.vision_readers import VISION_READERS  # tests/test_onnx_vision_import.py
     control |= set(VISION_READERS)
+    from graphc.onnx.grid_readers import GRID_READERS  # tests/test_onnx_grid_scatter_import.py
+    control |= set(GRID_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

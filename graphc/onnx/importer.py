@@ -22,6 +22,7 @@ from .control_import import CONTROL_READERS
 from .export import onnx_module
 from .external import model_folder
 from .graph_reader import GraphReader, default_opset
+from .grid_readers import GRID_READERS
 from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
@@ -46,6 +47,7 @@ Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
 NODE_READERS.update(RESAMPLE_READERS)  # Pad (all modes), Resize, DepthToSpace, SpaceToDepth (test_onnx_resample_import.py)
 NODE_READERS.update(CONV_TRANSPOSE_READERS)  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
 NODE_READERS.update(VISION_READERS)  # pooling, LRN, PRelu, Elu, Selu, ... (tests/test_onnx_vision_import.py)
+NODE_READERS.update(GRID_READERS)  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
 
 
 class ModelReader(GraphReader):
