@@ -14,6 +14,7 @@ from ...ir.registry import REGISTRY
 from . import attention, collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, reduce, shape
 from . import recurrent_cell
 from . import conv_transpose
+from . import scatter
 from .base import as_kernel, writes_out
 
 
@@ -46,6 +47,7 @@ for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, att
                 control, recurrent_cell):
     TABLE.update(_module.KERNELS)
 TABLE.update(conv_transpose.KERNELS)
+TABLE.update(scatter.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

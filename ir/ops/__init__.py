@@ -1,3 +1,4 @@
 """Op definitions. Importing this package registers every op in ``ir.registry``."""
 from . import attention, collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, recurrent_cell, reduce, shape  # noqa: F401  (registration side effect)
 from . import conv_transpose  # noqa: F401  (registration side effect)
+from . import scatter  # noqa: F401  (registration side effect)
