@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from ..ir.types import DType
+from ..nn.functional_grid import _base_grid
 from .shape_readers import _known, _shape
 
 _LINEAR = ("bilinear", "linear")
@@ -120,4 +121,39 @@ def _grid_sample(r, args):
     return [r.emit("reshape", [y], {"shape": [n, c, *[int(o) for o in outs]]})]
 
 
-GRID_READERS = {"GridSample": _grid_sample}
+def _affine_grid(r, args):
+    """ONNX's AffineGrid: theta (N, 2, 3) and size (N, C, H, W), or (N, 3, 4) and (N, C, D, H, W)."""
+    theta, size = args
+    sizes = [int(s) for s in np.asarray(r.static(size, "AffineGrid's size")).reshape(-1)]
+    spatial = len(sizes) - 2
+    if spatial not in (2, 3) or tuple(_shape(theta)[1:]) != (spatial, spatial + 1):
+        raise r.error(f"AffineGrid of theta {list(_shape(theta))} for size {sizes}: ONNX's 2-D and 3-D forms take "
+                      "(N, 2, 3) with (N, C, H, W) and (N, 3, 4) with (N, C, D, H, W)")
+    dt = _dtype_of(r, theta)
+    base = _base_grid(sizes[2:], bool(r.attrs().get("align_corners", 0))).astype(dt)  # (P, spatial + 1)
+    if _known(theta):
+        grid = np.matmul(base, np.swapaxes(np.asarray(theta), 1, 2))
+        return [grid.reshape([grid.shape[0], *sizes[2:], spatial])]
+    grid = r.emit("matmul", [base, r.emit("permute", [theta], {"perm": [0, 2, 1]})])  # (N, P, spatial)
+    return [r.emit("reshape", [grid], {"shape": [_shape(theta)[0], *sizes[2:], spatial]})]
+
+
+_REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+
+
+def _scatter_elements(r, args):
+    """ScatterElements: graphc's ``scatter`` op along ``axis`` (ONNX's reductions by their PyTorch names)."""
+    data, indices, updates = args
+    attrs = r.attrs()
+    reduction = attrs.get("reduction", "none")
+    if reduction not in _REDUCTIONS:
+        raise r.error(f"ScatterElements with reduction={reduction!r}; ONNX's are none, add, mul, max and min")
+    if _dtype_of(r, indices) != np.int64:
+        indices = r.emit("cast", [indices], {"dtype": "int64"})
+    if _known(updates) and not _known(data):
+        updates = np.asarray(updates, dtype=_dtype_of(r, data))
+    return [r.emit("scatter", [data, indices, updates], {"dim": int(attrs.get("axis", 0)),
+                                                       "reduce": _REDUCTIONS[reduction]})]
+
+
+GRID_READERS = {"GridSample": _grid_sample, "AffineGrid": _affine_grid, "ScatterElements": _scatter_elements}
