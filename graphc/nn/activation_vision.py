@@ -185,6 +185,7 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full((num_parameters,), init, np.float32))
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, x):
         return F.prelu(x, self.weight)

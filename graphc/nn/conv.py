@@ -41,8 +41,7 @@ class _ConvTransposeNd(Module):
         shape = (in_channels, out_channels // groups) + self.kernel_size
         self.weight = Parameter(init.kaiming_uniform(shape))
         self.bias = Parameter(init.bias_uniform(shape, out_channels)) if bias else None
-        if dtype is not None:
-            self.to(dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def _output_padding(self, input, output_size) -> tuple:
         """PyTorch's rule: the output_padding that gives ``output_size`` (its last dims)."""

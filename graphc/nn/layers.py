@@ -40,12 +40,13 @@ class Linear(Module):
     (2, 3)
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.in_features = int_at_least("in_features", in_features)
         self.out_features = int_at_least("out_features", out_features)
         self.weight = Parameter(init.kaiming_uniform((out_features, in_features)))
         self.bias = Parameter(init.bias_uniform((out_features, in_features), out_features)) if bias else None
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -60,7 +61,7 @@ class _ConvNd(Module):
     dims = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros"):
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
@@ -82,6 +83,7 @@ class _ConvNd(Module):
         shape = (out_channels, in_channels // groups) + self.kernel_size
         self.weight = Parameter(init.kaiming_uniform(shape))
         self.bias = Parameter(init.bias_uniform(shape, out_channels)) if bias else None
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def _conv(self, conv, x):
         """``conv`` (F.conv1d / F.conv2d) with the module's padding: non-zero modes pad first, as PyTorch."""
@@ -146,7 +148,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
-                 _freeze: bool = False):
+                 _freeze: bool = False, device=None, dtype=None):
         super().__init__()
         self.num_embeddings = int_at_least("num_embeddings", num_embeddings)
         self.embedding_dim = int_at_least("embedding_dim", embedding_dim)
@@ -154,6 +156,7 @@ class Embedding(Module):
         self.padding_idx = padding_row(padding_idx, num_embeddings)
         self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = None, norm_type, False, sparse
         self.weight = Parameter(self._initial_weight(_weight), requires_grad=not _freeze)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def _initial_weight(self, weight):
         shape = (self.num_embeddings, self.embedding_dim)

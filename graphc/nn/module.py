@@ -277,24 +277,39 @@ class Module:
     def eval(self):
         return self.train(False)
 
-    def to(self, device):
-        """Move every parameter and buffer to ``device`` ("cpu", "cuda", "cuda:N") in place:
-        the same Parameter objects (so optimizers keep working) now hold device arrays.
-        A dtype (``gc.float64``) casts the floating-point ones instead."""
-        from ..executor.backends import backend_of, get_backend
-        from ..ir.types import DType
+    def to(self, *args, **kwargs):
+        """Move every parameter and buffer to a device ("cpu", "cuda", "cuda:N", a ``gc.device``)
+        and/or cast the floating-point ones to a dtype, in place: the same Parameter objects (so
+        optimizers keep working) now hold the new arrays. PyTorch's forms: ``to(device)``,
+        ``to(dtype)``, ``to(device, dtype)``, ``to(device=..., dtype=...)``, ``to(tensor)``
+        (its device and dtype); ``non_blocking`` is accepted and means nothing here.
 
-        if isinstance(device, DType) or (isinstance(device, str) and device in {d.name for d in DType}):
-            dtype = DType.from_any(device).numpy
-            for t in self.state_dict_tensors().values():
+        >>> import graphc as gc
+        >>> from graphc import nn
+        >>> m = nn.Linear(2, 2).to("cpu", gc.float64)
+        >>> m.weight.dtype, m.to(device="cpu", dtype=gc.float32).weight.dtype, m.to(gc.zeros(1)).weight.device
+        (<DType.float64: 'f64'>, <DType.float32: 'f32'>, device(type='cpu'))
+        """
+        from ..core.device import parse_to
+        from ..executor.backends import backend_of, get_backend
+
+        unknown = set(kwargs) - {"device", "dtype", "non_blocking", "memory_format"}
+        if unknown:
+            raise GraphcError(f"Module.to() got unexpected keyword arguments {sorted(unknown)}")
+        device, dtype, _ = parse_to([a for a in args if a is not None], kwargs)
+        if dtype is not None and not dtype.is_float:
+            raise GraphcError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype.name}")
+        tensors = self.state_dict_tensors().values()
+        if device is not None:
+            backend = get_backend(device)
+            for t in tensors:
+                source = backend_of(t.array)
+                if source is not backend:
+                    t.array = backend.asarray(source.to_numpy(t.array))
+        if dtype is not None:
+            for t in tensors:
                 if t.array.dtype.kind == "f":
-                    t.array = t.array.astype(dtype)
-            return self
-        backend = get_backend(device)
-        for t in self.state_dict_tensors().values():
-            source = backend_of(t.array)
-            if source is not backend:
-                t.array = backend.asarray(source.to_numpy(t.array))
+                    t.array = t.array.astype(dtype.numpy)
         return self
 
     def double(self):

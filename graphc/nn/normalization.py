@@ -19,20 +19,22 @@ def _affine_params(module, shape, weight: bool, bias: bool) -> None:
 class _BatchNorm(Module):
     _ranks: tuple = ()
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None, bias=True):
         super().__init__()
         if momentum is None:
             raise GraphcError(f"{type(self).__name__}(momentum=None) is not supported; pass a float")
         int_at_least("num_features", num_features)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        _affine_params(self, num_features, affine, True)
+        _affine_params(self, num_features, affine, bias)
         if track_running_stats:
             self.register_buffer("running_mean", np.zeros(num_features, np.float32))
             self.register_buffer("running_var", np.ones(num_features, np.float32))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
         else:
             self.running_mean = self.running_var = self.num_batches_tracked = None
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def _check_input(self, x) -> None:
         if x.ndim not in self._ranks:
@@ -86,13 +88,15 @@ class LayerNorm(Module):
     [[-1.0, -1.0, 1.0, 1.0]]
     """
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 device=None, dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         for d in shape:
             int_at_least("normalized_shape entries", d)
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
         _affine_params(self, shape, elementwise_affine, bias)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -112,8 +116,8 @@ class GroupNorm(Module):
     [[-1.0, 1.0, -1.0, 1.0]]
     """
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *,
-                 bias: bool = True):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
+                 dtype=None, bias: bool = True):
         super().__init__()
         int_at_least("num_groups", num_groups)
         int_at_least("num_channels", num_channels)
@@ -122,6 +126,7 @@ class GroupNorm(Module):
                               f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         _affine_params(self, num_channels, affine, bias)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, x):
         if x.ndim < 2 or x.shape[1] != self.num_channels:
@@ -137,18 +142,19 @@ class _InstanceNorm(Module):
     _rank: int = 0
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, device=None, dtype=None):
+                 track_running_stats: bool = False, device=None, dtype=None, bias: bool = True):
         super().__init__()
         int_at_least("num_features", num_features)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        _affine_params(self, num_features, affine, True)
+        _affine_params(self, num_features, affine, bias)
         if track_running_stats:
             self.register_buffer("running_mean", np.zeros(num_features, np.float32))
             self.register_buffer("running_var", np.ones(num_features, np.float32))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
         else:
             self.running_mean = self.running_var = self.num_batches_tracked = None
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, x):
         name = type(self).__name__

@@ -52,8 +52,8 @@ class SyncBatchNorm(_BatchNorm):
     _ranks = (2, 3, 4)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+                 process_group=None, device=None, dtype=None, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias)
 
     def forward(self, x):
         if not self.training:
