@@ -43,6 +43,7 @@ from .core.control_flow import cond, scan, while_loop  # noqa: E402
 from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
+from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
@@ -56,3 +57,8 @@ __all__ = sorted({
     "inference_mode", "int64", "is_grad_enabled", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
     *_surface.TOP_LEVEL, *_TOP_FROM_F})
+
+# PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types
+from . import backends, cuda, onnx  # noqa: E402,F401
+from .tensor_types import (BoolTensor, DoubleTensor, FloatTensor, LongTensor, get_default_dtype,  # noqa: E402,F401
+                           set_default_dtype)
