@@ -33,7 +33,10 @@ class Tensor:
     _grad_fn = None  # (autograd.TapeEntry, output index) for a recorded eager result
     _version = 0  # bumped by in-place writes: backward refuses values changed after recording
 
-    def __init__(self, data=None, *, _value=None, _tracer=None):
+    def __init__(self, data=None, *sizes, _value=None, _tracer=None):
+        if sizes or type(data) in (int, list, tuple):  # PyTorch's torch.Tensor(2, 3) and torch.Tensor([1, 2])
+            from ..tensor_types import legacy_array
+            data = legacy_array("float32", (data, *sizes))
         self.array = data  # the numpy (or cupy) array of an eager tensor; None while traced
         self._value = _value
         self._tracer = _tracer
@@ -124,6 +127,11 @@ class Tensor:
         from ..executor.backends import backend_of
 
         return device("cpu" if self._tracer is not None else backend_of(self.array).name)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor is on a CUDA device (``t.device.type == "cuda"``), as PyTorch's."""
+        return self.device.type == "cuda"
 
     # ---- leaving graphc ---------------------------------------------------------
     def _concrete(self, what: str):

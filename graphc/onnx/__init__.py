@@ -8,5 +8,9 @@ Control flow has a file each way: ``control_export`` writes ``cond``/``scan``/``
 ``If``/``Scan``/``Loop``, ``control_import`` reads those back, subgraphs' outer-scope names
 becoming the nodes' captured operands.
 ``dtypes`` is the one table of element types. The ``onnx`` package is an optional extra,
-imported only when a file is read or written.
+imported only when a file is read or written. ``gc.onnx.export`` is PyTorch's
+``torch.onnx.export`` (``torch_export``); the writer module stays importable as
+``from graphc.onnx.export import save_onnx``.
 """
+from . import export as _writer  # noqa: E402,F401  (loaded first: the name `export` below is then the function)
+from .torch_export import export  # noqa: E402,F401  (torch.onnx.export's arguments; imports onnx only when called)
