@@ -41,6 +41,8 @@ class Constraint:
 class _Dependent(Constraint):
     """A support that depends on the distribution's parameters (never validated as an argument)."""
 
+    is_dependent = True
+
     def __init__(self, is_discrete=False, event_dim=0):
         self.is_discrete, self.event_dim = is_discrete, event_dim
 

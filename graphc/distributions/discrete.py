@@ -7,7 +7,7 @@
 >>> d.sample((4,)).numpy().tolist()
 [2, 2, 2, 2]
 >>> round(float(d.log_prob(gc.tensor(2))), 5)
--9.1e-05
+-9e-05
 """
 from __future__ import annotations
 

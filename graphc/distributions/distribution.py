@@ -114,8 +114,8 @@ class Distribution:
     >>> try:
     ...     gc.distributions.Normal(0.0, -1.0)
     ... except ValueError as e:
-    ...     print(str(e).split(' of distribution')[0])
-    Expected parameter scale (Tensor of shape ()) to satisfy the constraint GreaterThan(lower_bound=0.0), but found invalid values:
+    ...     print(str(e).splitlines()[0])
+    Expected parameter scale (Tensor of shape ()) of distribution Normal(loc: 0.0, scale: -1.0) to satisfy the constraint GreaterThan(lower_bound=0.0), but found invalid values:
     """
 
     has_rsample = False
@@ -137,6 +137,8 @@ class Distribution:
             self._validate_args = validate_args
         if self._validate_args:
             for param, constraint in self.arg_constraints.items():
+                if getattr(constraint, "is_dependent", False):
+                    continue
                 if param not in self.__dict__ and isinstance(getattr(type(self), param, None), lazy_property):
                     continue  # a lazily derived parameter: the given one is checked
                 value = getattr(self, param)

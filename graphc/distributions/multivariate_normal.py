@@ -82,7 +82,7 @@ class MultivariateNormal(Distribution):
     >>> d.batch_shape, d.event_shape, d.variance.numpy().tolist()
     ((), (2,), [4.0, 5.0])
     >>> round(float(d.log_prob(gc.zeros(2))), 4)
-    -2.6273
+    -3.2242
     """
 
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
