@@ -13,4 +13,7 @@ imported only when a file is read or written. ``gc.onnx.export`` is PyTorch's
 ``from graphc.onnx.export import save_onnx``.
 """
 from . import export as _writer  # noqa: E402,F401  (loaded first: the name `export` below is then the function)
-from .torch_export import export  # noqa: E402,F401  (torch.onnx.export's arguments; imports onnx only when called)
+from .torch_export import export  # noqa: E402  (torch.onnx.export's arguments; imports onnx only when called)
+
+del _writer
+__all__ = ["export"]
