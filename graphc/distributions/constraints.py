@@ -16,7 +16,7 @@ import numpy as np
 from ..ops import creation
 
 __all__ = ["Constraint", "real", "positive", "unit_interval", "boolean", "simplex", "real_vector", "lower_cholesky",
-           "positive_definite", "greater_than", "interval", "half_open_interval", "integer_interval", "dependent"]
+           "positive_definite", "greater_than", "interval", "half_open_interval", "less_than", "integer_interval", "dependent"]
 
 
 class Constraint:
@@ -60,32 +60,55 @@ class _GreaterThan(Constraint):
         self.lower_bound = lower_bound
 
     def ok(self, x, dist=None):
-        return self.lower_bound < x
+        return _bound(self.lower_bound) < x
 
     def __repr__(self):
-        return f"GreaterThan(lower_bound={self.lower_bound})"
+        return f"GreaterThan(lower_bound={_bound_repr(self.lower_bound)})"
+
+
+def _bound(b):
+    return b.numpy() if hasattr(b, "numpy") else b
+
+
+def _bound_repr(b) -> str:
+    """A bound as PyTorch prints it in messages: the number, or the shape of a tensor bound."""
+    if hasattr(b, "shape"):
+        return str(float(b.numpy().reshape(-1)[0])) if int(np.prod(b.shape, dtype=np.int64)) == 1 else \
+            f"Size({list(b.shape)})"
+    return str(b)
 
 
 class _Interval(Constraint):
+    """``[lower_bound, upper_bound]``; bounds may be tensors (Uniform's support)."""
+
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
 
     def ok(self, x, dist=None):
-        return (self.lower_bound <= x) & (x <= self.upper_bound)
+        return (_bound(self.lower_bound) <= x) & (x <= _bound(self.upper_bound))
 
     def __repr__(self):
-        return f"Interval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return f"Interval(lower_bound={_bound_repr(self.lower_bound)}, upper_bound={_bound_repr(self.upper_bound)})"
 
 
 class _HalfOpenInterval(_Interval):
-    """``[low, high)``; bounds may name the distribution's parameters (Uniform's support)."""
-
     def ok(self, x, dist=None):
-        lo, hi = (b.numpy() if hasattr(b, "numpy") else b for b in (self.lower_bound, self.upper_bound))
-        return (lo <= x) & (x < hi)
+        return (_bound(self.lower_bound) <= x) & (x < _bound(self.upper_bound))
 
     def __repr__(self):
-        return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return (f"HalfOpenInterval(lower_bound={_bound_repr(self.lower_bound)}, "
+                f"upper_bound={_bound_repr(self.upper_bound)})")
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def ok(self, x, dist=None):
+        return x < _bound(self.upper_bound)
+
+    def __repr__(self):
+        return f"LessThan(upper_bound={_bound_repr(self.upper_bound)})"
 
 
 class _IntegerInterval(Constraint):
@@ -157,4 +180,5 @@ positive_definite = _PositiveDefinite()
 greater_than = _GreaterThan
 interval = _Interval
 half_open_interval = _HalfOpenInterval
+less_than = _LessThan
 integer_interval = _IntegerInterval

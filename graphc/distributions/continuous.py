@@ -83,7 +83,7 @@ class Normal(Distribution):
 
 
 class Uniform(Distribution):
-    """``Uniform(low, high)``: uniform on ``[low, high)``.
+    """``Uniform(low, high)``: uniform on ``[low, high)``; ``low < high`` is validated.
 
     >>> import graphc as gc
     >>> d = gc.distributions.Uniform(0.0, 4.0)
@@ -101,12 +101,18 @@ class Uniform(Distribution):
         batch_shape = () if _numbers(low, high) else tuple(self.low.shape)
         super().__init__(batch_shape, (), validate_args)
         if self._validate_args and self.low._tracer is None and self.high._tracer is None:
-            if not bool((self.low.numpy() < self.high.numpy()).all()):
-                raise ValueError("Uniform is not defined when low>= high")
+            for name, constraint in (("low", constraints.less_than(self.high)),
+                                     ("high", constraints.greater_than(self.low))):
+                value = getattr(self, name)
+                if not constraint.check_all(value):
+                    raise ValueError(f"Expected parameter {name} (Tensor of shape {tuple(value.shape)}) of distribution "
+                                     f"{self!r} to satisfy the constraint {constraint!r}, but found invalid values:\n"
+                                     f"{value}")
 
     @property
     def support(self):
-        return constraints.half_open_interval(self.low, self.high)
+        """``Interval(low, high)`` as PyTorch 2.13 checks it (``log_prob(high)`` is ``-inf``)."""
+        return constraints.interval(self.low, self.high)
 
     @property
     def mean(self) -> Tensor:
