@@ -12,24 +12,11 @@ made from sizes holds zeros (PyTorch leaves it uninitialized: fill it before rea
 """
 from __future__ import annotations
 
-import numpy as np
 
+from .core.legacy import legacy_array
 from .core.tensor import Tensor
 from .ir.errors import GraphcError
 from .ir.types import DType
-
-
-def legacy_array(dtype, args: tuple) -> np.ndarray:
-    """The array ``torch.<Type>Tensor(*args)`` holds: one list/tuple/array is data, ints are sizes."""
-    dtype = DType.from_any(dtype).numpy
-    if len(args) == 1 and not isinstance(args[0], int):
-        data = args[0]
-        if isinstance(data, Tensor):
-            data = data.numpy()
-        return np.array(data, dtype=dtype)
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in args):
-        raise GraphcError(f"Tensor(): expected sizes (non-negative ints) or one sequence of data, got {args!r}")
-    return np.zeros(args, dtype)
 
 
 class _LegacyType(type):

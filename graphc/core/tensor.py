@@ -35,7 +35,7 @@ class Tensor:
 
     def __init__(self, data=None, *sizes, _value=None, _tracer=None):
         if sizes or type(data) in (int, list, tuple):  # PyTorch's torch.Tensor(2, 3) and torch.Tensor([1, 2])
-            from ..tensor_types import legacy_array
+            from .legacy import legacy_array
             data = legacy_array("float32", (data, *sizes))
         self.array = data  # the numpy (or cupy) array of an eager tensor; None while traced
         self._value = _value
