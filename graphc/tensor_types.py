@@ -12,7 +12,6 @@ made from sizes holds zeros (PyTorch leaves it uninitialized: fill it before rea
 """
 from __future__ import annotations
 
-
 from .core.legacy import legacy_array
 from .core.tensor import Tensor
 from .ir.errors import GraphcError
