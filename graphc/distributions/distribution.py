@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.grad_mode import no_grad
+from ..core.symint import SymInt
 from ..core.tensor import Tensor
 from ..core.tracer import current_tracer
 from ..ops import creation
@@ -47,24 +48,36 @@ def as_params(*values):
     return broadcast(*out)
 
 
+def static(d) -> bool:
+    """A plain number, not a symbolic dim (SymInt subclasses int: comparing one pins the plan)."""
+    return isinstance(d, (int, np.integer)) and not isinstance(d, SymInt)
+
+
 def broadcast_shape(*shapes) -> tuple:
     """numpy's broadcasting of shapes whose dims may be symbolic (a traced batch size)."""
     rank = max((len(s) for s in shapes), default=0)
     result = []
     for i in range(rank):
         dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
-        pick = next((d for d in dims if not (isinstance(d, (int, np.integer)) and d == 1)), 1)
+        pick = next((d for d in dims if not (static(d) and d == 1)), 1)
         for d in dims:
-            if isinstance(d, (int, np.integer)) and isinstance(pick, (int, np.integer)) and d not in (1, pick):
+            if static(d) and static(pick) and d not in (1, pick):
                 raise ValueError(f"shapes {[tuple(s) for s in shapes]} do not broadcast together")
         result.append(pick)
     return tuple(result)
 
 
+def same_shape(a, b) -> bool:
+    """``a == b`` for shapes of plain ints; False when a dim is symbolic (comparing a SymInt
+    would pin the plan to the example batch size), so the caller expands, a no-op there."""
+    a, b = tuple(a), tuple(b)
+    return len(a) == len(b) and all(static(x) and static(y) and x == y for x, y in zip(a, b))
+
+
 def broadcast(*tensors):
     """The tensors expanded to their common shape (``torch.broadcast_tensors``)."""
     shape = broadcast_shape(*(tuple(t.shape) for t in tensors))
-    return tuple(t if tuple(t.shape) == shape else t.expand(*shape) for t in tensors)
+    return tuple(t if same_shape(t.shape, shape) else t.expand(*shape) for t in tensors)
 
 
 def draw(shape, like: Tensor, distribution: str) -> Tensor:
@@ -72,11 +85,11 @@ def draw(shape, like: Tensor, distribution: str) -> Tensor:
     ``random`` node of the running trace (fresh each plan run) or an eager draw."""
     shape = tuple(shape)
     if like._tracer is not None:
-        base = like if tuple(like.shape) == shape else like.expand(*shape)
+        base = like if same_shape(like.shape, shape) else like.expand(*shape)
         return creation.randn_like(base) if distribution == "normal" else creation.rand_like(base)
     tracer = current_tracer()
     if tracer is not None and hasattr(tracer, "draw"):
-        return tracer.draw([int(d) for d in shape], distribution, like.dtype)
+        return tracer.draw([d.sym if isinstance(d, SymInt) else int(d) for d in shape], distribution, like.dtype)
     make = creation.randn if distribution == "normal" else creation.rand
     return make(*shape, dtype=like.dtype, device=like.device)
 
@@ -206,13 +219,13 @@ class Distribution:
         if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim_start = len(value.shape) - len(self._event_shape)
-        if tuple(value.shape[event_dim_start:]) != self._event_shape:
+        if not same_shape(value.shape[event_dim_start:], self._event_shape):
             raise ValueError(f"The right-most size of value must match event_shape: {tuple(value.shape)} vs "
                              f"{self._event_shape}.")
         actual = tuple(value.shape)
         expected = self._batch_shape + self._event_shape
         for i, j in zip(reversed(actual), reversed(expected)):
-            if isinstance(i, int) and isinstance(j, int) and i != 1 and j != 1 and i != j:
+            if static(i) and static(j) and i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual} vs {expected}.")
         if self.support is not None and _is_eager(value) and not self.support.check_all(value, self):
             raise ValueError(f"Expected value argument (Tensor of shape {actual}) to be within the support "

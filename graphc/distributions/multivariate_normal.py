@@ -20,7 +20,7 @@ import numpy as np
 from ..core.tensor import Tensor
 from ..ops import creation
 from . import constraints
-from .distribution import Distribution, as_params, broadcast_shape, draw, lazy_property
+from .distribution import Distribution, as_params, broadcast_shape, draw, lazy_property, same_shape
 
 __all__ = ["MultivariateNormal", "cholesky", "solve_lower"]
 
@@ -105,8 +105,8 @@ class MultivariateNormal(Distribution):
             raise ValueError(f"{name} matrix must be at least two-dimensional, with optional leading batch dimensions")
         batch_shape = broadcast_shape(tuple(given.shape[:-2]), tuple(loc.shape[:-1]))
         n = loc.shape[-1]
-        setattr(self, name, given.expand(*batch_shape, n, n) if tuple(given.shape[:-2]) != batch_shape else given)
-        self.loc = loc.expand(*batch_shape, n) if tuple(loc.shape[:-1]) != batch_shape else loc
+        setattr(self, name, given if same_shape(given.shape[:-2], batch_shape) else given.expand(*batch_shape, n, n))
+        self.loc = loc if same_shape(loc.shape[:-1], batch_shape) else loc.expand(*batch_shape, n)
         super().__init__(batch_shape, (n,), validate_args)
         if scale_tril is not None:
             self._unbroadcasted_scale_tril = given
@@ -162,4 +162,4 @@ class MultivariateNormal(Distribution):
     def entropy(self) -> Tensor:
         n = self._event_shape[0]
         h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
-        return h if tuple(h.shape) == self._batch_shape else h.expand(*self._batch_shape)
+        return h if same_shape(h.shape, self._batch_shape) else h.expand(*self._batch_shape)
