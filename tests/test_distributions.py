@@ -350,3 +350,57 @@ def test_reinforce_log_prob_gradient_matches_torch(torch_ref):
     loss.backward()
     np.testing.assert_allclose(loss.numpy(), want["loss"], rtol=RTOL)
     np.testing.assert_allclose(t.grad.numpy(), want["grad"], rtol=1e-9, atol=1e-12)
+
+
+class _Fit(nn.Module):
+    """Learnable parameters of every distribution, fitted by maximum likelihood."""
+
+    def __init__(self):
+        super().__init__()
+        self.logits = nn.Parameter(gc.zeros(3))
+        self.b_logit = nn.Parameter(gc.tensor([0.3, -0.2]))
+        self.loc = nn.Parameter(gc.tensor([0.1, -0.1]))
+        self.log_scale = nn.Parameter(gc.tensor([0.2, -0.3]))
+        self.tril = nn.Parameter(gc.tensor(np.array([[1.0, 0.0], [0.3, 0.8]], np.float32)))
+        self.low = nn.Parameter(gc.tensor([-3.0, -2.6]))
+
+    def forward(self, k, b, x):
+        tril = self.tril.tril()  # the optimizer moves the whole matrix; the factor is its lower part
+        mvn = MultivariateNormal(self.loc, scale_tril=tril)
+        cov = MultivariateNormal(self.loc, covariance_matrix=tril @ tril.T)
+        terms = [Categorical(logits=self.logits).log_prob(k), Bernoulli(logits=self.b_logit).log_prob(b).sum(-1),
+                 Normal(self.loc, self.log_scale.exp()).log_prob(x).sum(-1), mvn.log_prob(x), cov.log_prob(x),
+                 Uniform(self.low, gc.tensor([3.0, 3.0])).log_prob(x).sum(-1)]
+        ent = (Categorical(logits=self.logits).entropy() + Normal(self.loc, self.log_scale.exp()).entropy().sum()
+               + mvn.entropy() + Bernoulli(logits=self.b_logit).entropy().sum())
+        return -sum(t.mean() for t in terms) - 0.1 * ent
+
+
+def test_compiled_maximum_likelihood_step_matches_eager_for_every_distribution():
+    rng = np.random.default_rng(4)
+    data = [(rng.integers(0, 3, 16), rng.integers(0, 2, (16, 2)).astype(np.float32),
+             rng.uniform(-2, 2, (16, 2)).astype(np.float32)) for _ in range(3)]
+
+    def make():
+        model = _Fit()
+        opt = optim.SGD(model.parameters(), lr=0.05)
+
+        def step(k, b, x):
+            opt.zero_grad()
+            loss = model(k, b, x)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step
+
+    eager_model, eager_step = make()
+    eager = [eager_step(*(gc.tensor(a) for a in batch)).item() for batch in data]
+    model, step = make()
+    plan = gc.compile(step, example_inputs=data[0])
+    np.testing.assert_allclose([float(plan(*batch)) for batch in data], eager, rtol=1e-5, atol=1e-6)
+    for key, value in eager_model.state_dict().items():
+        np.testing.assert_allclose(np.asarray(model.state_dict()[key]), np.asarray(value), rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
+    assert float(plan(*(a[:5] for a in data[0]))) == pytest.approx(eager_model(*(gc.tensor(a[:5]) for a in data[0])).item(),
+                                                                   rel=1e-5)
