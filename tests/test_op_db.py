@@ -1,11 +1,16 @@
 """PyTorch's operator database (``op_db``) run through graphc (issue #34, point 1).
 
 Measured (torch 2.13.0+cpu, this commit, ``python tests/op_db_mapping.py``): 702 entries,
-674 with float32 CPU samples (28 not: CUDA-only jiterator entries, no float32, or all samples
-raising in PyTorch itself). Forward pass 133 (eager and compiled); of those 131 also pass
-gradients or have none (113 with gradients checked and matching, 2 with graphc's backward
-refusing); MISSING 484; REFUSED 56; WRONG 1 (squeeze: see below); TORCH_XFAIL 0. Runtime:
-about 20 s for the whole module on a 2-core machine (op_db's import is 5 s of it).
+674 with float32 CPU samples (28 not: CUDA-only jiterator entries, no float32, or every sample
+raising in PyTorch itself). Forward PASS 133 (every sample, eager and gc.compile); of those
+113 also match PyTorch's gradients, 18 have no gradient to check (not differentiable, or
+random values: 5 random entries are checked for dtype and shape only), 2 have graphc's
+backward refusing (sum, mean of a 0-d tensor with dim=-1); MISSING 484 (449 distinct names);
+REFUSED 56 (20 of them only by gc.compile's symbolic batch dim: a fixed-shape trace passes);
+WRONG 1: ``squeeze`` of a (1, 1, 1, 1) input compiled by gc.compile gives shape (1,) (the
+symbolic batch dim is not squeezed) where PyTorch (and graphc eager) give (); TORCH_XFAIL 0.
+Runtime: the whole module about 20 s alone (5 s of it importing op_db), ~45 s under pytest on
+this 2-core machine.
 
 Every OpInfo entry of ``torch.testing._internal.common_methods_invocations.op_db`` is mapped to
 graphc's name for it, and up to 3 float32 CPU samples are run eagerly, compiled (gc.compile)
