@@ -28,7 +28,7 @@ def _argmax(xp, spec):
 
 def _reduce_grad(xp, spec):
     shape = spec.out_types[0].shape
-    axes = tuple(a % max(len(shape), 1) for a in spec.attrs["dims"])
+    axes = tuple(a % len(shape) for a in spec.attrs["dims"]) if shape else ()  # a 0-d input's dim 0/-1 is itself
     keep = tuple(1 if i in axes else d for i, d in enumerate(shape))
     count = reduced_count(shape, axes)
     scale = spec.out_types[0].dtype.numpy.type(1.0 / max(count, 1)) if spec.attrs["mean"] else None

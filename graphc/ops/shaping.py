@@ -57,16 +57,30 @@ def unsqueeze(input, dim):
     return reshape(input, shape)
 
 
+def _is_one(size) -> bool:
+    """Whether a dim is 1 for squeeze. A symbolic dim is kept unless the example traced has it
+    at 1: then squeezing it is the traced program, which holds at that size only (the dim is
+    pinned, and the trace starts again with it fixed: graphc/tracing.py PinnedDims)."""
+    if not isinstance(size, SymInt):
+        return size == 1
+    return int.__int__(size) == 1 and size == 1  # (the second comparison pins the dim)
+
+
 @torchsymbol(**_METHOD_AND_TOP)
 def squeeze(input, dim=None):
-    """Drop dims of size 1 (only ``dim`` when given; a symbolic batch dim is never dropped)."""
+    """Drop dims of size 1 (only ``dim``, an int or a tuple of ints, when given; a symbolic dim
+    is kept unless the traced example has it at 1, which pins it).
+
+    >>> import graphc as gc
+    >>> gc.zeros(1, 3, 1, 2).squeeze().shape, gc.zeros(1, 3, 1).squeeze((0, 2)).shape
+    ((3, 2), (3,))
+    """
     shape = list(input.shape)
     if dim is None:
-        keep = [d for d in shape if isinstance(d, SymInt) or d != 1]
+        dims = range(len(shape))
     else:
-        dim = dim % max(len(shape), 1)
-        size_one = shape and not isinstance(shape[dim], SymInt) and shape[dim] == 1
-        keep = shape[:dim] + shape[dim + 1:] if size_one else shape
+        dims = {d % max(len(shape), 1) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+    keep = [size for i, size in enumerate(shape) if not (i in dims and _is_one(size))]
     return reshape(input, keep)
 
 
