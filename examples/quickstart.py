@@ -27,7 +27,7 @@ rng = np.random.default_rng(0)
 x64 = rng.standard_normal((64, 1, 8, 8)).astype(np.float32)
 
 print("== traced IR (one node per line: type, op, attrs, inputs, module path, source line) ==")
-print(gc.trace(model, x64))
+print(gc.jit.trace(model, x64))
 
 plan = gc.compile(model, example_inputs=(x64,))
 print(f"\n== compiled: {plan} ==")

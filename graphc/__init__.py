@@ -37,7 +37,8 @@ from . import nn  # noqa: E402
 _TOP_FROM_F = ("selu", "celu", "prelu", "threshold", "max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d",
                "pixel_shuffle", "pixel_unshuffle")
 globals().update({_name: getattr(nn.functional, _name) for _name in _TOP_FROM_F})
-from .compile import compile, export, load, trace  # noqa: E402
+from .compile import compile, export, load  # noqa: E402
+from . import jit  # noqa: E402  (gc.jit.trace is the tracer; gc.trace is torch.trace, the matrix trace)
 from .core.custom_ops import custom_op  # noqa: E402
 from .core.control_flow import cond, scan, while_loop  # noqa: E402
 from .serialization import save  # noqa: E402
@@ -54,7 +55,7 @@ __all__ = sorted({
     "Tensor", "TraceError", "VerifyError", "arange", "as_tensor", "bool_", "cat", "compile", "concat", "cond", "custom_op", "data",
     "debug",
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
-    "inference_mode", "int64", "is_grad_enabled", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
+    "inference_mode", "int64", "is_grad_enabled", "jit", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
     *_surface.TOP_LEVEL, *_TOP_FROM_F})
 

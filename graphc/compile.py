@@ -1,4 +1,4 @@
-"""The front door: ``gc.trace``, ``gc.compile``, ``gc.export`` and ``gc.load``, over the builders
+"""The front door: ``gc.jit.trace``, ``gc.compile``, ``gc.export`` and ``gc.load``, over the builders
 (graphc/tracing.py traces, graphc/training.py builds training plans, graphc/onnx/ converts)."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True, dynamic_d
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
-    >>> g = gc.trace(nn.Linear(4, 2), np.zeros((8, 4), np.float32))
+    >>> g = gc.jit.trace(nn.Linear(4, 2), np.zeros((8, 4), np.float32))
     >>> [str(v.type) for v in g.outputs]
     ['f32[N,2]']
     """

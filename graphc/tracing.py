@@ -1,4 +1,4 @@
-"""Tracing a model or function once into an ``ir.Graph``: the builder under ``gc.trace``,
+"""Tracing a model or function once into an ``ir.Graph``: the builder under ``gc.jit.trace``,
 ``gc.compile`` and ``gc.export`` (graphc/compile.py is the front door over it; the training
 builders in graphc/training.py use it too)."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A small helper that appends shape-checked nodes to a Graph.
 
-Both the tracer (``graphc.trace``) and the passes (autodiff's vjp rules) emit nodes
+Both the tracer (``graphc.jit.trace``) and the passes (autodiff's vjp rules) emit nodes
 through it, so every node gets the same attr normalisation and type inference.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ def dce(graph: Graph) -> Graph:
     """Drop nodes none of whose outputs is used (checks stay), and constants nothing reads.
 
     >>> import numpy as np, graphc as gc
-    >>> g = gc.trace(lambda x: (x.exp(), x.relu())[1], np.ones((2, 2), np.float32))
+    >>> g = gc.jit.trace(lambda x: (x.exp(), x.relu())[1], np.ones((2, 2), np.float32))
     >>> [n.op for n in dce(g).nodes]
     ['relu']
     """

@@ -76,7 +76,7 @@ def fuse_linear_relu(graph: Graph) -> Graph:
 
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn
-    >>> g = gc.trace(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), np.ones((2, 4), np.float32))
+    >>> g = gc.jit.trace(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), np.ones((2, 4), np.float32))
     >>> [n.op for n in fuse_linear_relu(g).nodes]
     ['linear_relu']
     """
@@ -101,7 +101,7 @@ def fuse_linear_bias(graph: Graph) -> Graph:
     ONNX's MatMul + Add for ``nn.Linear`` on 3-D inputs).
 
     >>> import numpy as np, graphc as gc
-    >>> g = gc.trace(lambda x, w, b: gc.nn.functional.linear(x, w) + b, np.ones((2, 4), np.float32),
+    >>> g = gc.jit.trace(lambda x, w, b: gc.nn.functional.linear(x, w) + b, np.ones((2, 4), np.float32),
     ...              np.ones((3, 4), np.float32), np.ones(3, np.float32))
     >>> [n.op for n in fuse_linear_bias(g).nodes]
     ['linear']

@@ -22,7 +22,7 @@ def inline_calls(graph: Graph) -> Graph:
     ...     forward = staticmethod(lambda ctx, x: x * 2)
     ...     backward = staticmethod(lambda ctx, g: g * 2)
     >>> op = CustomOp(Twice)
-    >>> g = gc.trace(lambda x: op(x).relu(), gc.ones(3).numpy())
+    >>> g = gc.jit.trace(lambda x: op(x).relu(), gc.ones(3).numpy())
     >>> [n.op for n in g.nodes], [n.op for n in inline_calls(g).nodes]
     (['custom_call', 'relu'], ['mul', 'relu'])
     """

@@ -14,7 +14,7 @@ def _body(fn, *arrays):
     """``fn`` traced at the arrays' exact types (no symbolic batch), as a body graph."""
     import graphc as gc
 
-    graph = gc.trace(fn, *arrays, dynamic_batch=False)
+    graph = gc.jit.trace(fn, *arrays, dynamic_batch=False)
     assert not graph.constants and not graph.state, "a body reads only its inputs"
     return graph
 

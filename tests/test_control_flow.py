@@ -443,7 +443,7 @@ def test_nested_cond_forward_and_gradients_match_torch(mode, path):
 
 def test_nested_cond_is_a_cond_node_inside_a_branch():
     model = graphc_model(cond_net)
-    graph = gc.trace(lambda x: nested_cond_loss(GC, model, x), nested_input(1.0))
+    graph = gc.jit.trace(lambda x: nested_cond_loss(GC, model, x), nested_input(1.0))
     outer, = ops_of(graph, "cond")
     assert len(ops_of(outer.attrs["true_branch"], "cond")) == 1
     assert not ops_of(outer.attrs["false_branch"], "cond")
@@ -485,7 +485,7 @@ def test_cond_branches_capturing_different_layers_verify_and_reload(tmp_path):
     def fn(x):  # the natural form: each branch uses its own layer (a: weight, bias; b: weight, bias)
         return model.head(gc.cond(x.sum() > 0, lambda t: model.a(t).tanh(), lambda t: model.b(t), (x,)))
     inputs = branch_inputs()
-    verify(gc.trace(fn, inputs[0][0]))
+    verify(gc.jit.trace(fn, inputs[0][0]))
     got = run_forward("reloaded", fn, inputs, tmp_path)
     for (x,), out in zip(inputs, got):
         np.testing.assert_allclose(out, arr(fn(gc.tensor(x))), rtol=RTOL, atol=ATOL)
@@ -566,7 +566,7 @@ def test_scan_reverse_keeps_ys_at_their_xs_positions():
 def test_rnn_scan_is_one_node_not_an_unrolled_graph():
     model = graphc_model(rnn_net)
     xs, h0 = sequence(1)
-    graph = gc.trace(lambda xs, h0: rnn(GC, model, xs, h0), xs, h0)
+    graph = gc.jit.trace(lambda xs, h0: rnn(GC, model, xs, h0), xs, h0)
     node, = graph.nodes
     assert node.op == "scan" and node.attrs["dim"] == 1 and node.attrs["carries"] == 1
     assert [n.op for n in node.attrs["body"].nodes] == ["linear", "linear", "add", "tanh", "linear"]
@@ -818,7 +818,7 @@ def test_while_loop_forward_matches_torch_while_loop(mode, tmp_path):
 
 
 def test_while_loop_is_one_node_whose_trip_count_is_decided_at_run_time():
-    graph = gc.trace(lambda x, limit: shrink(GC, x, limit), *while_inputs()[0])
+    graph = gc.jit.trace(lambda x, limit: shrink(GC, x, limit), *while_inputs()[0])
     node, = graph.nodes
     assert node.op == "while_loop" and node.attrs["carried"] == 2
     assert [n.op for n in node.attrs["cond"].nodes] == ["abs", "sum", "gt"]
@@ -884,7 +884,7 @@ def test_while_loop_with_disjoint_captures_verifies_and_reloads(tmp_path):
     def halve(x, limit):  # the natural form: cond_fn reads limit, body_fn the constants 1 and 0.5
         return gc.while_loop(lambda i, y: y.abs().sum() > limit, lambda i, y: (i + 1, y * 0.5), (gc.tensor(0), x))
     inputs = while_inputs()[:2]
-    verify(gc.trace(halve, *inputs[0]))
+    verify(gc.jit.trace(halve, *inputs[0]))
     got = run_forward("reloaded", halve, inputs, tmp_path)
     for (x, limit), out in zip(inputs, got):
         assert_trees_close(tuple(out), tuple(halve(gc.tensor(x), gc.tensor(limit))))
@@ -895,7 +895,7 @@ def test_while_loop_with_disjoint_captures_verifies_and_reloads(tmp_path):
 # ================================================================================================
 def traced_cond():
     model = graphc_model(cond_net)
-    return gc.trace(lambda x: cond_forward(GC, model, x), branch_inputs()[0][0])
+    return gc.jit.trace(lambda x: cond_forward(GC, model, x), branch_inputs()[0][0])
 
 
 @pytest.mark.parametrize("case", ["cond", "nested_cond", "pytree_cond", "rnn_scan", "lstm_scan", "while_loop",
@@ -905,19 +905,19 @@ def test_verifier_accepts_traced_graphs(case):
         graph = traced_cond()
     elif case == "nested_cond":
         model = graphc_model(cond_net)
-        graph = gc.trace(lambda x: nested_cond_loss(GC, model, x), nested_input(1.0))
+        graph = gc.jit.trace(lambda x: nested_cond_loss(GC, model, x), nested_input(1.0))
     elif case == "pytree_cond":
         model = graphc_model(cond_net)
-        graph = gc.trace(lambda x: pytree_cond_loss(GC, model, x), nested_input(1.0))
+        graph = gc.jit.trace(lambda x: pytree_cond_loss(GC, model, x), nested_input(1.0))
     elif case == "rnn_scan":
         model = graphc_model(rnn_net)
-        graph = gc.trace(lambda xs, h0: rnn(GC, model, xs, h0, 0, True), *sequence(0))
+        graph = gc.jit.trace(lambda xs, h0: rnn(GC, model, xs, h0, 0, True), *sequence(0))
     elif case == "lstm_scan":
         model = graphc_model(lstm_net)
         xs, h0, c0 = lstm_inputs()
-        graph = gc.trace(lambda x, mask, h0, c0: lstm_loss(GC, model, x, mask, h0, c0), xs["x"], xs["mask"], h0, c0)
+        graph = gc.jit.trace(lambda x, mask, h0, c0: lstm_loss(GC, model, x, mask, h0, c0), xs["x"], xs["mask"], h0, c0)
     elif case == "while_loop":
-        graph = gc.trace(lambda x, limit: shrink(GC, x, limit), *while_inputs()[0])
+        graph = gc.jit.trace(lambda x, limit: shrink(GC, x, limit), *while_inputs()[0])
     else:  # a whole compiled training step, every pass verified (backward conds and scans included)
         builder, loss_fn, batch = ((rnn_net, rnn_train_loss, rnn_batches(1)[0]) if case == "rnn_training_step"
                                    else (cond_net, cond_loss, cond_batches(1)[0]))
@@ -959,7 +959,7 @@ def test_verifier_rejects_branches_returning_different_types():
 
 def test_verifier_rejects_a_scan_body_changing_the_carry_type():
     model = graphc_model(rnn_net)
-    graph = gc.trace(lambda xs, h0: rnn(GC, model, xs, h0), *sequence(1))
+    graph = gc.jit.trace(lambda xs, h0: rnn(GC, model, xs, h0), *sequence(1))
     body = graph.nodes[0].attrs["body"]
     narrow = Value(body.unique_name("narrow"), body.outputs[0].type.with_shape(("N", H - 1)))
     body.nodes.append(Node("slice", [body.outputs[0]], [narrow], {"dim": 1, "start": 0, "end": H - 1, "step": 1}, {}))
@@ -972,7 +972,7 @@ def test_printed_ir_shows_the_branches_as_indented_blocks():
     def tiny(x):
         return gc.cond(x.sum() > 0, lambda t: t * 2.0, lambda t: t.tanh(), (x,))
     line = f"{HERE}:{tiny.__code__.co_firstlineno + 1}"
-    text = str(gc.trace(tiny, np.ones((2, 3))))
+    text = str(gc.jit.trace(tiny, np.ones((2, 3))))
     assert text == f"""\
 graph tiny(%x:f64[N,3]) {{
   %0:f64[] = sum[dims=None, keepdim=False](%x)  # at {line}
@@ -994,7 +994,7 @@ def test_printed_ir_indents_a_nested_body_one_level_deeper():
     def tiny(x):
         return gc.cond(x.sum() > 0, lambda t: gc.cond(t.mean() > 1, lambda u: u.exp(), lambda u: u, (t,)),
                        lambda t: t, (x,))
-    lines = str(gc.trace(tiny, np.ones((2, 3)))).splitlines()
+    lines = str(gc.jit.trace(tiny, np.ones((2, 3)))).splitlines()
     heads = [ln for ln in lines if re.match(r" *(true|false)_branch[ (]", ln)]
     assert [len(ln) - len(ln.lstrip()) for ln in heads] == [4, 8, 8, 4]  # outer true, inner true/false, outer false
     assert [ln.strip() for ln in lines].count("}") == 5  # four bodies and the graph, each closed

@@ -162,14 +162,14 @@ def test_a_traced_train_step_uses_the_custom_backward():
 
 
 def test_the_printer_shows_the_call_and_its_bodies_once():
-    text = str(gc.trace(lambda x: log1pexp(x) + log1pexp(x * 2), X))
+    text = str(gc.jit.trace(lambda x: log1pexp(x) + log1pexp(x * 2), X))
     assert text.count("custom_call[name='log1pexp', forward={log1pexp.forward}, backward={log1pexp.backward}") == 2
     assert text.count("\nbody log1pexp.forward(") == 1 and text.count("\nbody log1pexp.backward(") == 1
     assert "  %0:b1[N,5] = gt(%x0, %c0)" in text  # the body's ops, with their own source lines
 
 
 def test_viewers_name_the_custom_op_and_show_its_body(tmp_path):
-    graph = gc.trace(lambda x: log1pexp(x), X)
+    graph = gc.jit.trace(lambda x: log1pexp(x), X)
     html = gc.viz.write(graph, tmp_path / "g.html").read_text()
     assert "log1pexp" in html and "body log1pexp.forward" not in html  # the label, and the body in the data:
     assert "graph log1pexp.forward(" in html

@@ -139,7 +139,7 @@ def test_declarations_that_cannot_hold_are_refused(dims, message):
 
 
 def test_a_list_of_dims_names_their_symbols_after_the_input():
-    graph = gc.trace(lambda tokens: tokens * 2, np.ones((2, 6), np.int64), dynamic_dims={"tokens": (1,)})
+    graph = gc.jit.trace(lambda tokens: tokens * 2, np.ones((2, 6), np.int64), dynamic_dims={"tokens": (1,)})
     assert str(graph.inputs[0].type) == "i64[N,tokens_1]"
 
 

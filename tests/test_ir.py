@@ -22,7 +22,7 @@ def make_mlp():
 
 def test_golden_mlp_ir():
     model, line = make_mlp()
-    text = str(gc.trace(model, np.zeros((32, 64), np.float32)))
+    text = str(gc.jit.trace(model, np.zeros((32, 64), np.float32)))
     assert text == f"""graph Sequential(%x:f32[N,64]) {{
   params: @0.weight:f32[128,64], @0.bias:f32[128], @2.weight:f32[10,128], @2.bias:f32[10]
   %0:f32[N,128] = linear(%x, @0.weight, @0.bias)  # 0 (Linear) at test_ir.py:{line}
@@ -49,7 +49,7 @@ def test_golden_cnn_ir_eval_and_train():
     flat = inspect.getsourcelines(SmallCNN.forward)[1] + 2
     ctor_head = ctor + 1
     x = np.zeros((16, 1, 8, 8), np.float32)
-    text = str(gc.trace(model, x))
+    text = str(gc.jit.trace(model, x))
     assert text == f"""graph SmallCNN(%x:f32[N,1,8,8]) {{
   params: @features.0.weight:f32[4,1,3,3], @features.0.bias:f32[4], @features.1.weight:f32[4], @features.1.bias:f32[4], @head.weight:f32[10,64], @head.bias:f32[10]
   buffers: @features.1.running_mean:f32[4], @features.1.running_var:f32[4], @features.1.num_batches_tracked:i64[]
@@ -61,7 +61,7 @@ def test_golden_cnn_ir_eval_and_train():
   %5:f32[N,10] = linear(%4, @head.weight, @head.bias)  # head (Linear) at test_ir.py:{ctor_head}
   return %5
 }}"""
-    train_text = str(gc.trace(model.train(), x))
+    train_text = str(gc.jit.trace(model.train(), x))
     assert "batch_norm_train[eps=1e-05, momentum=0.1]" in train_text
     assert "update @features.1.num_batches_tracked <- %" in train_text
     assert "update @features.1.running_mean <- %" in train_text
@@ -71,7 +71,7 @@ def test_golden_cnn_ir_eval_and_train():
 def test_tracing_does_not_touch_buffers():
     model = SmallCNN().train()
     before = {k: v.copy() for k, v in model.state_dict().items()}
-    gc.trace(model, np.ones((4, 1, 8, 8), np.float32))
+    gc.jit.trace(model, np.ones((4, 1, 8, 8), np.float32))
     for k, v in model.state_dict().items():
         np.testing.assert_array_equal(v, before[k], err_msg=k)
 
@@ -79,7 +79,7 @@ def test_tracing_does_not_touch_buffers():
 def test_traced_graphs_verify():
     for model in (make_mlp()[0], SmallCNN().eval(), SmallCNN().train()):
         example = np.zeros((8, 64) if isinstance(model, nn.Sequential) else (8, 1, 8, 8), np.float32)
-        ir.verify(gc.trace(model, example))
+        ir.verify(gc.jit.trace(model, example))
 
 
 def test_verifier_rejects_use_before_definition():
@@ -114,7 +114,7 @@ def test_view_with_symbolic_batch_keeps_n():
     def fn(x):
         return x.view(x.shape[0], -1)
 
-    g = gc.trace(fn, np.zeros((64, 2, 3), np.float32))
+    g = gc.jit.trace(fn, np.zeros((64, 2, 3), np.float32))
     assert str(g.outputs[0].type) == "f32[N,6]"
     plan = gc.compile(fn, example_inputs=(np.zeros((64, 2, 3), np.float32),))
     assert plan(np.ones((5, 2, 3), np.float32)).shape == (5, 6)
@@ -129,7 +129,7 @@ class Branchy(nn.Module):
 
 def test_data_dependent_control_flow_becomes_a_cond_at_the_user_line():
     line = inspect.getsourcelines(Branchy.forward)[1] + 1
-    graph = gc.trace(Branchy(), np.ones((2, 3), np.float32))
+    graph = gc.jit.trace(Branchy(), np.ones((2, 3), np.float32))
     cond = next(n for n in graph.nodes if n.op == "cond")
     assert f"test_ir.py:{line}" in cond.location()
     plan = gc.compile(Branchy(), (np.ones((2, 3), np.float32),))
@@ -140,5 +140,5 @@ def test_data_dependent_control_flow_becomes_a_cond_at_the_user_line():
 def test_shape_error_in_trace_names_module_and_line():
     model = nn.Sequential(nn.Linear(4, 8), nn.Linear(9, 2))
     with pytest.raises(gc.ShapeError) as info:
-        gc.trace(model, np.zeros((3, 4), np.float32))
+        gc.jit.trace(model, np.zeros((3, 4), np.float32))
     assert "1 (Linear) at test_ir.py:" in str(info.value)

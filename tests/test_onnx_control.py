@@ -265,7 +265,7 @@ def test_a_scan_saving_its_carries_is_a_training_graph_and_is_refused():
     from graphc.onnx.export import graph_to_onnx
 
     c, xs = np.zeros(3, np.float32), np.zeros((4, 3), np.float32)
-    body = gc.trace(lambda c, x: ((c + x).tanh(), c * x), c, xs[0], dynamic_batch=False)
+    body = gc.jit.trace(lambda c, x: ((c + x).tanh(), c * x), c, xs[0], dynamic_batch=False)
     g = Graph("saving")
     carry = g.add_input(Value("c", TensorType((3,), DType.float32)))
     seq = g.add_input(Value("xs", TensorType((4, 3), DType.float32)))

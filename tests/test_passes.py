@@ -195,7 +195,7 @@ def test_dce_drops_dead_nodes_and_unused_constants():
         unused = (x + c).exp()  # noqa: F841
         return x.relu()
 
-    g = gc.trace(dead, X2)
+    g = gc.jit.trace(dead, X2)
     assert text(g) == """graph dead(%x:f32[N,4]) {
   constants: $c0:f32[4]
   %0:f32[N,4] = add(%x, $c0)
@@ -213,7 +213,7 @@ def test_dce_drops_dead_nodes_and_unused_constants():
 
 def test_dce_keeps_state_updates_alive():
     gc.manual_seed(0)
-    g = gc.trace(nn.BatchNorm1d(4), X2)  # train mode: the running stats are updates
+    g = gc.jit.trace(nn.BatchNorm1d(4), X2)  # train mode: the running stats are updates
     out = dce(g)
     assert text(out) == text(g)
     assert ops(out) == ["add", "batch_norm_train"]
@@ -224,7 +224,7 @@ def test_cse_merges_duplicate_pure_subexpressions():
     def twice(x):
         return x.exp() + x.exp()
 
-    g = gc.trace(twice, X2)
+    g = gc.jit.trace(twice, X2)
     assert node_lines(g) == ["%0:f32[N,4] = exp(%x)", "%1:f32[N,4] = exp(%x)", "%2:f32[N,4] = add(%0, %1)"]
     assert text(cse(g)) == """graph twice(%x:f32[N,4]) {
   %0:f32[N,4] = exp(%x)
@@ -241,7 +241,7 @@ def test_cse_merges_chains_and_identical_small_constants():
     def chains(x):
         return (x * c1).tanh() + (x * c2).tanh() + x * c3
 
-    g = gc.trace(chains, X2)
+    g = gc.jit.trace(chains, X2)
     assert text(cse(g)) == """graph chains(%x:f32[N,4]) {
   constants: $c0:f32[4], $c2:f32[4]
   %0:f32[N,4] = mul(%x, $c0)
@@ -257,7 +257,7 @@ def test_cse_keeps_nodes_with_different_attrs():
     def two_axes(x):
         return x.softmax(0) + x.softmax(1)
 
-    g = gc.trace(two_axes, np.ones((4, 4), np.float32), dynamic_batch=False)
+    g = gc.jit.trace(two_axes, np.ones((4, 4), np.float32), dynamic_batch=False)
     assert text(cse(g)) == text(g)
     assert ops(cse(g)) == ["softmax", "softmax", "add"]
 
@@ -266,7 +266,7 @@ def test_cse_never_merges_dropout():
     def drop(x):
         return F.dropout(x, 0.5, training=True) + F.dropout(x, 0.5, training=True)
 
-    g = gc.trace(drop, X2)
+    g = gc.jit.trace(drop, X2)
     expected = """graph drop(%x:f32[N,4]) {
   %0:f32[N,4], %1:f32[N,4] = dropout[p=0.5](%x)
   %2:f32[N,4], %3:f32[N,4] = dropout[p=0.5](%x)
@@ -337,7 +337,7 @@ def test_fold_constants_never_folds_random_ops():
 
 def test_fold_constants_leaves_state_and_inputs_alone():
     gc.manual_seed(0)
-    g = gc.trace(ExpParam(), X2)  # w is a parameter (state), not a constant: nothing folds
+    g = gc.jit.trace(ExpParam(), X2)  # w is a parameter (state), not a constant: nothing folds
     assert text(fold_constants(g, evaluate=evaluate_node)) == text(g)
 
 
@@ -345,7 +345,7 @@ def test_fold_constants_leaves_state_and_inputs_alone():
 @pytest.mark.parametrize("bias", [True, False])
 def test_fuse_linear_relu(bias):
     gc.manual_seed(0)
-    g = gc.trace(nn.Sequential(nn.Linear(4, 8, bias=bias), nn.ReLU()), X2)
+    g = gc.jit.trace(nn.Sequential(nn.Linear(4, 8, bias=bias), nn.ReLU()), X2)
     args = "%x, @0.weight, @0.bias" if bias else "%x, @0.weight"
     params = "@0.weight:f32[8,4], @0.bias:f32[8]" if bias else "@0.weight:f32[8,4]"
     assert text(g) == f"""graph Sequential(%x:f32[N,4]) {{
@@ -368,14 +368,14 @@ def test_fuse_linear_relu(bias):
 
 def test_fuse_linear_relu_not_when_linear_has_two_users():
     gc.manual_seed(0)
-    g = gc.trace(LinearTwoUsers(), X2)
+    g = gc.jit.trace(LinearTwoUsers(), X2)
     assert ops(g) == ["linear", "relu", "add"]
     assert text(fuse_linear_relu(g)) == text(g)
 
 
 def test_fuse_linear_relu_not_when_linear_is_a_graph_output():
     gc.manual_seed(0)
-    g = gc.trace(LinearAlsoOutput(), X2)
+    g = gc.jit.trace(LinearAlsoOutput(), X2)
     assert ops(g) == ["linear", "relu"]
     assert text(fuse_linear_relu(g)) == text(g)
 
@@ -386,7 +386,7 @@ W34, B3 = np.ones((3, 4), np.float32), np.arange(3, dtype=np.float32)
 
 @pytest.mark.parametrize("bias_first", [False, True])
 def test_fuse_linear_bias_either_operand_order(bias_first):
-    g = gc.trace(lambda x, w, b: b + F.linear(x, w) if bias_first else F.linear(x, w) + b, X2, W34, B3)
+    g = gc.jit.trace(lambda x, w, b: b + F.linear(x, w) if bias_first else F.linear(x, w) + b, X2, W34, B3)
     out = fuse_linear_bias(g)
     assert ops(out) == ["linear"] and [v.name for v in out.nodes[0].inputs] == ["x", "w", "b"]
     assert out.nodes[0].meta["fused"] == "linear+add"  # numbers: test_onnx_import's round trips, bit-identical
@@ -398,17 +398,17 @@ def test_fuse_linear_bias_either_operand_order(bias_first):
     lambda x, w, b: (F.linear(x, w) + b) * F.linear(x, w).sum(),  # cse: the product has two users
 ])
 def test_fuse_linear_bias_leaves_other_adds(fn):
-    g = cse(gc.trace(fn, X2, W34, B3))
+    g = cse(gc.jit.trace(fn, X2, W34, B3))
     assert text(fuse_linear_bias(g)) == text(g)
 
 
 def test_fuse_rsqrt_only_for_a_numerator_of_one():
-    g = gc.trace(lambda x: 1.0 / x.abs().sqrt() + 2.0 / x.abs().sqrt(), X2)
+    g = gc.jit.trace(lambda x: 1.0 / x.abs().sqrt() + 2.0 / x.abs().sqrt(), X2)
     assert ops(fuse_rsqrt(cse(g))) == ops(cse(g))  # sqrt has two users after cse
-    out = fuse_rsqrt(gc.trace(lambda x: 1.0 / x.abs().sqrt(), X2))
+    out = fuse_rsqrt(gc.jit.trace(lambda x: 1.0 / x.abs().sqrt(), X2))
     assert ops(out) == ["abs", "rsqrt"] and out.nodes[1].meta["pass"] == "fuse_rsqrt"
-    assert ops(fuse_rsqrt(gc.trace(lambda x: 2.0 / x.abs().sqrt(), X2))) == ["abs", "sqrt", "div"]
-    floored = gc.trace(lambda x: gc.div(1.0, x.abs().sqrt(), rounding_mode="floor"), X2)
+    assert ops(fuse_rsqrt(gc.jit.trace(lambda x: 2.0 / x.abs().sqrt(), X2))) == ["abs", "sqrt", "div"]
+    floored = gc.jit.trace(lambda x: gc.div(1.0, x.abs().sqrt(), rounding_mode="floor"), X2)
     assert ops(fuse_rsqrt(floored)) == ["abs", "sqrt", "div"]  # floor(1 / sqrt(x)) is no rsqrt
 
 
@@ -416,7 +416,7 @@ def test_fuse_rsqrt_only_for_a_numerator_of_one():
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("relu", [True, False])
 def test_fuse_conv_bn_eval_form(bias, relu):
-    g = gc.trace(conv_bn_relu(bias, relu).eval(), XIMG)
+    g = gc.jit.trace(conv_bn_relu(bias, relu).eval(), XIMG)
     conv_in = "%x, @0.weight, @0.bias" if bias else "%x, @0.weight"
     bn_in = "@1.weight, @1.bias, @1.running_mean, @1.running_var"
     expected_before = [f"%0:f32[N,2,4,4] = conv2d[{CONV_ATTRS}]({conv_in})",
@@ -439,7 +439,7 @@ BN_ARGS = "%0, @1.weight, @1.bias, @1.running_mean, @1.running_var"
 
 
 def test_fuse_conv_bn_training_form():
-    g = gc.trace(conv_bn_relu(bias=True, relu=True), XIMG)  # train mode: batch statistics
+    g = gc.jit.trace(conv_bn_relu(bias=True, relu=True), XIMG)  # train mode: batch statistics
     fused = (f"conv_bn_train[{CONV_ATTRS}, eps=1e-05, relu=True, momentum=0.1]"
              "(%x, @0.weight, @0.bias, @1.weight, @1.bias, @1.running_mean, @1.running_var)")
     assert text(g) == f"""graph Sequential(%x:f32[N,1,4,4]) {{
@@ -469,7 +469,7 @@ def test_fuse_conv_bn_training_form():
 
 
 def test_fuse_conv_bn_training_form_without_bias_or_relu():
-    g = gc.trace(conv_bn_relu(bias=False, relu=False), XIMG)
+    g = gc.jit.trace(conv_bn_relu(bias=False, relu=False), XIMG)
     out = fuse_conv_bn(g)
     assert node_lines(out) == [
         "%1:i64[] = add(@1.num_batches_tracked, 1:i64)",
@@ -484,7 +484,7 @@ def test_fuse_conv_bn_training_form_without_bias_or_relu():
 def test_fuse_conv_bn_not_when_conv_output_has_two_users(make, train):
     gc.manual_seed(0)
     model = make().train(train)
-    g = gc.trace(model, XIMG)
+    g = gc.jit.trace(model, XIMG)
     assert "conv2d" in ops(g)
     out = fuse_conv_bn(g)
     assert text(out) == text(g)
@@ -494,7 +494,7 @@ def test_fuse_conv_bn_not_when_conv_output_has_two_users(make, train):
 @pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
 def test_fuse_conv_bn_keeps_relu_when_bn_output_has_two_users(train):
     gc.manual_seed(0)
-    g = gc.trace(BNTwoUsers().train(train), XIMG)
+    g = gc.jit.trace(BNTwoUsers().train(train), XIMG)
     out = fuse_conv_bn(g)
     fused = "conv_bn_train" if train else "conv_bn"
     assert [op for op in ops(out) if op != "add"] == [fused, "relu"]
@@ -518,7 +518,7 @@ def test_fuse_conv_bn_keeps_relu_when_bn_output_is_a_graph_output():
             return b.relu(), b
 
     gc.manual_seed(0)
-    out = fuse_conv_bn(gc.trace(Both().eval(), XIMG))
+    out = fuse_conv_bn(gc.jit.trace(Both().eval(), XIMG))
     assert ops(out) == ["conv_bn", "relu"] and out.nodes[0].attrs["relu"] is False
 
 
@@ -591,7 +591,7 @@ def test_fold_bn_without_foldable_producer_becomes_mul_add():
 
 
 def test_fold_bn_skips_bn_whose_statistics_are_not_constant():
-    g = gc.trace(conv_bn_relu().eval(), XIMG)  # not frozen: the stats are state
+    g = gc.jit.trace(conv_bn_relu().eval(), XIMG)  # not frozen: the stats are state
     assert text(fold_bn(g)) == text(g)
 
 
@@ -628,10 +628,10 @@ def _pure_cases() -> dict:
                               nn.ReLU(), nn.Linear(3, 2))
     train = _training_graph_of(small_cnn, (XIMG, np.zeros(2, np.int64)), "none")
     return {
-        "mixed": gc.trace(mixed, X2),
-        "linear_relu": gc.trace(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), X2),
-        "conv_bn_eval": gc.trace(conv_bn_relu().eval(), XIMG),
-        "conv_bn_train": gc.trace(conv_bn_relu(), XIMG),
+        "mixed": gc.jit.trace(mixed, X2),
+        "linear_relu": gc.jit.trace(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), X2),
+        "conv_bn_eval": gc.jit.trace(conv_bn_relu().eval(), XIMG),
+        "conv_bn_train": gc.jit.trace(conv_bn_relu(), XIMG),
         "frozen": _frozen(model, XIMG),
         "foldable": _frozen(ExpParam(), X2),
         "training_step": train,
@@ -716,7 +716,7 @@ def test_run_passes_verify_catches_a_broken_pass(monkeypatch):
         return out
 
     monkeypatch.setattr(manager, "pass_table", lambda evaluate=None: {**table(evaluate), "dce": broken})
-    g = gc.trace(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), X2)
+    g = gc.jit.trace(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), X2)
     manager.run_passes(g, ["dce"])  # without verify the broken graph goes through
     with pytest.raises(gc.GraphcError, match="after pass 'dce'"):
         manager.run_passes(g, ["dce"], verify=True)
@@ -727,7 +727,7 @@ def test_run_passes_records_node_counts_and_prints_them():
     def twice(x):
         return (x.exp() + x.exp()).relu()
 
-    g = gc.trace(twice, X2)
+    g = gc.jit.trace(twice, X2)
     out = manager.run_passes(g, ["cse", "dce"], evaluate_node)
     assert out.meta["passes"] == [{"name": "cse", "nodes_before": 4, "nodes_after": 3},
                                   {"name": "dce", "nodes_before": 3, "nodes_after": 3}]
@@ -828,7 +828,7 @@ def test_unknown_passes_raise(bad):
 
 
 def test_run_passes_rejects_unknown_names():
-    g = gc.trace(nn.Linear(4, 2), X2)
+    g = gc.jit.trace(nn.Linear(4, 2), X2)
     with pytest.raises(gc.GraphcError):
         manager.run_passes(g, ["no_such_pass"])
     with pytest.raises(gc.GraphcError):  # folding needs an evaluator
@@ -1074,7 +1074,7 @@ def test_fuse_conv_relu_before_after_and_not_with_two_users():
 
     gc.manual_seed(0)
     x = np.random.default_rng(0).standard_normal((2, 1, 6, 6)).astype(np.float32)
-    g = gc.trace(nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten()), x)
+    g = gc.jit.trace(nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten()), x)
     out = fuse_conv_relu(g)
     lines = [ln.split("  #")[0].strip() for ln in str(out).splitlines() if " = " in ln]
     assert lines == ["%1:f32[N,2,6,6] = conv2d_relu[stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1]"
@@ -1091,7 +1091,7 @@ def test_fuse_conv_relu_before_after_and_not_with_two_users():
             h = self.conv(x)
             return h.relu() + h
 
-    g2 = gc.trace(TwoUsers(), x)
+    g2 = gc.jit.trace(TwoUsers(), x)
     assert [n.op for n in fuse_conv_relu(g2).nodes] == [n.op for n in g2.nodes]
 
 

@@ -43,7 +43,7 @@ def test_iterating_over_the_traced_batch_is_a_trace_error_not_a_hang():
             return sum(row for row in x)
 
     with pytest.raises(gc.TraceError, match="iterating over the batch dim"):
-        gc.trace(Rows(), np.ones((3, 2), np.float32))
+        gc.jit.trace(Rows(), np.ones((3, 2), np.float32))
     assert [t.shape for t in gc.zeros(3, 2)] == [(2,), (2,), (2,)]  # eager iteration works
 
 
@@ -53,7 +53,7 @@ def test_root_module_errors_name_the_model_class():
             return x.view(x.shape[0], 7)
 
     with pytest.raises(gc.ShapeError, match=r"\[Net at test_review_fixes.py:\d+\]"):
-        gc.trace(Net(), np.ones((2, 3), np.float32))
+        gc.jit.trace(Net(), np.ones((2, 3), np.float32))
 
 
 def test_a_parameter_of_another_model_is_refused_not_frozen():
@@ -68,7 +68,7 @@ def test_a_parameter_of_another_model_is_refused_not_frozen():
             return self.fc(x) + other.bias
 
     with pytest.raises(gc.TraceError, match="not part of the traced Net"):
-        gc.trace(Net(), np.ones((3, 4), np.float32))
+        gc.jit.trace(Net(), np.ones((3, 4), np.float32))
 
 
 def test_plans_take_inputs_by_name_and_keep_a_bounded_program_cache():

@@ -149,7 +149,7 @@ def test_verify_true_checks_structure_only_and_other_values_are_refused():
         with pytest.raises(gc.GraphcError, match="verify must be False, True .* or 'numeric'"):
             gc.compile(model.eval(), (x,), verify=bad)
     with pytest.raises(gc.GraphcError, match="needs the example inputs"):
-        manager.run_passes(gc.trace(model, x), ["dce"], run_graph_node, verify="numeric")
+        manager.run_passes(gc.jit.trace(model, x), ["dce"], run_graph_node, verify="numeric")
 
 
 def test_checking_changes_nothing_in_the_plan():

@@ -22,7 +22,7 @@ W = np.random.default_rng(0).standard_normal((3, 2)).astype(np.float32)
 
 def cond_graph():
     w = gc.tensor(W)
-    return gc.trace(lambda x: gc.cond(x.sum() > 0, lambda a: (a @ w).relu(), lambda a: (a @ w).tanh(), (x,)), X)
+    return gc.jit.trace(lambda x: gc.cond(x.sum() > 0, lambda a: (a @ w).relu(), lambda a: (a @ w).tanh(), (x,)), X)
 
 
 def _step(c, x):  # a cond inside a scan body
@@ -31,11 +31,11 @@ def _step(c, x):  # a cond inside a scan body
 
 
 def nested_graph():
-    return gc.trace(lambda xs: gc.scan(_step, gc.zeros(3), xs), np.ones((5, 3), np.float32))
+    return gc.jit.trace(lambda xs: gc.scan(_step, gc.zeros(3), xs), np.ones((5, 3), np.float32))
 
 
 def while_graph():
-    return gc.trace(lambda x: gc.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2), (gc.tensor(0), x)),
+    return gc.jit.trace(lambda x: gc.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2), (gc.tensor(0), x)),
                     np.ones(2, np.float32))
 
 
@@ -237,7 +237,7 @@ def test_html_folds_bodies_away(graphs):
     assert toggles == {"n0", "n0.body.n2"}
     assert {"fold", "unfold"} <= {e.get("id") for e in root.iter() if local(e.tag) == "button"}
     assert "#graph .gc-hidden { display: none; }" in page and "fold its bodies" in page
-    plain = gc.viz.to_html(gc.trace(lambda x: (x * 2).relu(), X), layout="python")
+    plain = gc.viz.to_html(gc.jit.trace(lambda x: (x * 2).relu(), X), layout="python")
     assert 'id="fold"' not in plain and page_data(plain)["controls"] == []
 
 
@@ -270,7 +270,7 @@ def test_custom_op_bodies_stay_in_the_tooltip():
             x, = ctx.saved_tensors
             return g * x.sigmoid()
 
-    vg = build(gc.trace(lambda x: Softplus.apply(x), X))
+    vg = build(gc.jit.trace(lambda x: Softplus.apply(x), X))
     call = next(n for n in vg.nodes.values() if n.lines[0] == "custom_call")
     assert not vg.clusters and "body" in call.info and "bodies" not in call.info
 

@@ -175,3 +175,20 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
         indices.append(index)
         work = apply("where", [chosen, lowest, work])
     return TopKResult(cat(values, dim), cat(indices, dim))
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def trace(input):
+    """The sum of a 2-D tensor's main diagonal, as ``torch.trace`` (graphc's tracer is
+    ``gc.jit.trace``). The diagonal is picked by a constant identity mask, so the gradient
+    is ``g * I``, as PyTorch's.
+
+    >>> import graphc as gc
+    >>> gc.trace(gc.tensor([[1.0, 2.0], [3.0, 4.0]])).item()
+    5.0
+    """
+    if input.ndim != 2:
+        raise ShapeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    rows, cols = (int(d) for d in input.shape)  # a symbolic size is pinned: the mask is a constant
+    mask = Tensor(np.eye(rows, cols, dtype=input.dtype.numpy if input.dtype.is_float else np.int64))
+    return (input * mask).sum()

@@ -22,7 +22,7 @@ Custom ops (``custom_call``) keep their bodies in the tooltip (their body is not
 
 >>> import numpy as np, graphc as gc
 >>> from graphc.viz.model import build
->>> g = gc.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
+>>> g = gc.jit.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
 ...                  np.ones((2, 3), np.float32))
 >>> vg = build(g)
 >>> [c.label for c in vg.clusters.values() if c.kind == "body"]
@@ -68,7 +68,7 @@ def bound_operands(node: Node) -> set:
     flowing into the body, not straight into the node); empty for other ops.
 
     >>> import numpy as np, graphc as gc
-    >>> g = gc.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
+    >>> g = gc.jit.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
     ...                  np.ones((2, 3), np.float32))
     >>> bound_operands(g.nodes[-1]), bound_operands(g.nodes[0])
     ({1}, set())

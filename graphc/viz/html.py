@@ -290,7 +290,7 @@ def fold_data(vg: VizGraph) -> dict:
 
     >>> import numpy as np, graphc as gc
     >>> from graphc.viz.model import build
-    >>> g = gc.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
+    >>> g = gc.jit.trace(lambda x: gc.cond(x.sum() > 0, lambda a: a.relu(), lambda a: -a, (x,)),
     ...              np.ones((2, 3), np.float32))
     >>> d = fold_data(build(g))
     >>> d["controls"], d["owners"]["n2.true_branch"], [d["owners"][e] for e in d["folds"]]
