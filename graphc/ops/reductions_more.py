@@ -1,6 +1,6 @@
 """More reductions, each a composite over existing ops (autodiff gives the gradients):
 all/any, prod (a halving tree of multiplies, so zeros get PyTorch's gradient), cumsum (a
-triangular mask), var/std (correction or unbiased), var_mean/std_mean, logsumexp, amin and
+triangular mask), cumprod, count_nonzero, var/std (correction or unbiased), var_mean/std_mean, logsumexp, amin and
 Tensor.norm (p = 2, 1, inf, -inf, 0, 'fro' or any other number).
 """
 from __future__ import annotations
@@ -151,6 +151,41 @@ def cumsum(input, dim, dtype=None):
     upper = _const(input, np.triu(np.ones((n, n), dtype=bool)))
     out = apply("sum", [apply("where", [upper, moved, 0])], {"dims": (-2,), "keepdim": False})
     return out.movedim(-1, axis)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def cumprod(input, dim, dtype=None):
+    """Running products along ``dim`` (integers and bools in int64): one multiply per step,
+    so the gradient at zeros is PyTorch's; the dim must be static.
+
+    >>> import graphc as gc
+    >>> gc.tensor([1.0, 2.0, 3.0]).cumprod(0).numpy().tolist()
+    [1.0, 2.0, 6.0]
+    """
+    from .creation import cat
+
+    x = _promote_int(input, dtype)
+    if x.ndim == 0:
+        return x
+    axis = _static_axis(x, dim, "cumprod")
+    n = int(x.shape[axis])
+    if n <= 1:
+        return x
+    steps = [_part(x, axis, 0, 1)]
+    for i in range(1, n):
+        steps.append(steps[-1] * _part(x, axis, i, i + 1))
+    return cat(steps, axis)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def count_nonzero(input, dim=None):
+    """The number of non-zero elements along ``dim`` (int64).
+
+    >>> import graphc as gc
+    >>> gc.count_nonzero(gc.tensor([0.0, 1.0, 2.0])).item()
+    2
+    """
+    return apply("sum", [_nonzero(input)], {"dims": _dims(dim), "keepdim": False})
 
 
 def _correction(unbiased, correction):

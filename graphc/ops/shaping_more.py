@@ -40,15 +40,15 @@ def _slice(x, axis, start, stop, step=1):
 
 
 @torchsymbol(**_METHOD_AND_TOP)
-def flip(input, *dims):
+def flip(input, *dims_args, dims=None):
     """Reverse the order along ``dims`` (a copy, as PyTorch's).
 
     >>> import graphc as gc
     >>> gc.tensor([[1, 2], [3, 4]]).flip(1).numpy().tolist()
     [[2, 1], [4, 3]]
     """
-    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
-        dims = dims[0]
+    if dims is None:
+        dims = dims_args[0] if len(dims_args) == 1 and isinstance(dims_args[0], (list, tuple)) else dims_args
     if input.ndim == 0:
         return input
     out = input
