@@ -80,7 +80,8 @@ def math_table():
     for op, fn in (("logical_and", np.logical_and), ("logical_or", np.logical_or), ("logical_xor", np.logical_xor)):
         bools = lambda shape: _RNG.random(shape) < 0.5  # noqa: E731
         floats = np.array([[0.0, 1.5, -0.0], [2.0, 0.0, -3.0]], F32)
-        t[op] = OpInfo(op, [S([bools((3, 4)), bools((3, 4))], ew(fn, "bool"), "bool", grad=False),
+        t[op] = OpInfo(op, [S([floats, -floats.T.T[:, ::-1].copy()], ew(fn, "bool"), "f32", grad=False),
+                            S([bools((3, 4)), bools((3, 4))], ew(fn, "bool"), "bool", grad=False),
                             S([floats, _ints((2, 3), -1, 2)], ew(fn, "bool"), "f32-int64", grad=False),
                             S([floats, bools((3,))], ew(fn, "bool"), "broadcast-bool", grad=False),
                             S([fortran(floats.T.astype(F64)), floats.T], ew(fn, "bool"), "noncontig-f64", grad=False)],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ShapeError
 from ..registry import OpDef, register
 from ..types import DType, TensorType
 from ._shapes import broadcast, result_dtype
@@ -52,6 +53,14 @@ def _float_binary(in_types, attrs):
     """atan2, copysign, hypot: the promoted dtype, ints and bools giving float32."""
     out = TensorType(broadcast(*(t.shape for t in in_types)), result_dtype(in_types))
     return [out if out.dtype.is_float else out.with_dtype(DType.float32)]
+
+
+def _hypot(in_types, attrs):
+    """PyTorch's hypot has no integer or bool kernel: one input must be floating point."""
+    out = TensorType(broadcast(*(t.shape for t in in_types)), result_dtype(in_types))
+    if not out.dtype.is_float:
+        raise ShapeError(f"hypot takes floating-point tensors (as PyTorch), got {out.dtype.name}; cast first (x.float())")
+    return [out]
 
 
 def _logical(in_types, attrs):
@@ -103,8 +112,9 @@ for _name in ("isnan", "isinf"):
     register(OpDef(_name, _float_test, doc=f"elementwise {_name} -> bool (False for integers)"))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     register(OpDef(_name, _logical, inputs=(2, 2), doc=f"elementwise {_name} of truth values (nonzero) -> bool"))
-for _name, _grad in (("atan2", _vjp_atan2), ("hypot", _vjp_hypot), ("copysign", _vjp_copysign)):
-    register(OpDef(_name, _float_binary, inputs=(2, 2), vjp=_grad, promotes_inputs=True,
+for _name, _rule, _grad in (("atan2", _float_binary, _vjp_atan2), ("hypot", _hypot, _vjp_hypot),
+                             ("copysign", _float_binary, _vjp_copysign)):
+    register(OpDef(_name, _rule, inputs=(2, 2), vjp=_grad, promotes_inputs=True,
                    doc=f"elementwise {_name} with broadcasting (ints give float32)"))
 register(OpDef("fmod", _no_bools("fmod"), inputs=(2, 2), vjp=_vjp_rounded_mod("trunc"),
                doc="C's fmod: the remainder with the dividend's sign (ints stay ints)"))
