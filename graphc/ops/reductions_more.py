@@ -231,6 +231,12 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _var_mean(input, dim, unbiased, keepdim, correction)[0]
 
 
+def _sqrt(x):
+    """sqrt whose gradient at 0 is 0 (PyTorch's std/norm backward masks it), not inf * 0 = NaN."""
+    zero = apply("eq", [x, 0.0])
+    return apply("where", [zero, 0.0, apply("where", [zero, 1.0, x]).sqrt()])
+
+
 @torchsymbol(**_METHOD_AND_TOP)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation: ``var(...).sqrt()``.
@@ -239,7 +245,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     >>> gc.tensor([1.0, 3.0]).std(unbiased=False).item()
     1.0
     """
-    return _var_mean(input, dim, unbiased, keepdim, correction)[0].sqrt()
+    return _sqrt(_var_mean(input, dim, unbiased, keepdim, correction)[0])
 
 
 @torchsymbol(method=False, functional=False)
@@ -252,7 +258,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` along ``dim``, as ``torch.std_mean``."""
     var_, mean_ = _var_mean(input, dim, unbiased, keepdim, correction)
-    return var_.sqrt(), mean_
+    return _sqrt(var_), mean_
 
 
 @torchsymbol(**_METHOD_AND_TOP)
@@ -301,7 +307,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         raise ShapeError(f"norm needs a floating-point input, got {x.dtype.name}")
     dims = _dims(dim)
     if p in ("fro", 2, 2.0):
-        return apply("sum", [x * x], {"dims": dims, "keepdim": keepdim}).sqrt()
+        return _sqrt(apply("sum", [x * x], {"dims": dims, "keepdim": keepdim}))
     a = x.abs()
     if p in (1, 1.0):
         return apply("sum", [a], {"dims": dims, "keepdim": keepdim})
