@@ -113,7 +113,9 @@ def test_legacy_tensor_constructors():
         gc.set_default_dtype(gc.float64)
 
 
-def test_pytorch_idiom_snippet_runs_with_graphc():
+def test_pytorch_idiom_snippet_runs_with_graphc(monkeypatch):
+    for name in ("benchmark", "deterministic"):  # the snippet sets them: put them back afterwards
+        monkeypatch.setattr(gc.backends.cudnn, name, getattr(gc.backends.cudnn, name))
     source = '''
 import graphc as torch
 import graphc.nn as nn
