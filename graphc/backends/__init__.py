@@ -9,6 +9,7 @@ never available.
 >>> gc.backends.cudnn.benchmark = True
 >>> gc.backends.cudnn.benchmark, gc.backends.cudnn.deterministic, gc.backends.mps.is_available()
 (True, False, False)
+>>> gc.backends.cudnn.benchmark = False  # (process-wide, as PyTorch's)
 """
 from . import cuda, cudnn, mps  # noqa: F401
 

@@ -5,6 +5,7 @@ nothing in graphc (cuBLAS runs its float32 GEMMs in float32).
 >>> cuda.matmul.allow_tf32 = True
 >>> cuda.matmul.allow_tf32, cuda.is_built()
 (True, True)
+>>> cuda.matmul.allow_tf32 = False  # (process-wide, as PyTorch's; False is its default)
 """
 from __future__ import annotations
 

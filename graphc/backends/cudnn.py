@@ -4,6 +4,7 @@
 >>> cudnn.deterministic = True
 >>> cudnn.deterministic, cudnn.enabled, cudnn.version()
 (True, True, None)
+>>> cudnn.deterministic = False  # (the flag is process-wide, as PyTorch's)
 """
 from __future__ import annotations
 
