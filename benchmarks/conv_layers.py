@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -33,7 +32,7 @@ import numpy as np  # noqa: E402
 
 import graphc as gc  # noqa: E402
 from graphc import nn, optim  # noqa: E402
-from graphc.apps.bench_harness import blas_line  # noqa: E402
+from graphc.apps.bench_harness import blas_line, interleaved_ms  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -77,28 +76,6 @@ def workload(name):
     return {"graphc": lambda: step(x, y), "torch": torch_step}, notes
 
 
-def timed_call(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
-def measure(fns: dict, rounds: int, calls: int) -> dict:
-    """Median ms per call of each fn, in interleaved rounds after a warm-up (3 calls or 0.3 s)."""
-    for fn in fns.values():
-        start = time.perf_counter()
-        for i in range(100):
-            fn()
-            if i >= 2 and time.perf_counter() - start > 0.3:
-                break
-    times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(timed_call(fn, calls))
-    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (the median is printed)")
@@ -117,7 +94,7 @@ def main(argv=None) -> int:
     head = f"\n{'workload':<16} {'graphc ms':>10} {'torch ms':>10} {'graphc/torch':>13}"
     print(head + "\n" + "-" * (len(head) - 1))
     for name, (fns, _) in built.items():
-        ms = measure(fns, args.rounds, args.calls)
+        ms = interleaved_ms(fns, args.rounds, args.calls)
         print(f"{name:<16} {ms['graphc']:>10.3f} {ms['torch']:>10.3f} {ms['graphc'] / ms['torch']:>13.2f}")
     print("(graphc / torch: lower means graphc is faster)")
     return 0

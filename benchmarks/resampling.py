@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy and torch load
     os.environ.setdefault(_name, "1")
@@ -37,7 +35,7 @@ import numpy as np  # noqa: E402
 import graphc as gc  # noqa: E402
 import graphc.nn.functional as gF  # noqa: E402
 from graphc import nn  # noqa: E402
-from graphc.apps.bench_harness import blas_line  # noqa: E402
+from graphc.apps.bench_harness import blas_line, interleaved_ms  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as tF  # noqa: E402
@@ -90,28 +88,6 @@ def setup(name, x, grid, g):
     return (lambda: plan(x, grid, g)), torch_step, max(diffs)
 
 
-def timed_call(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
-def measure(fns: dict, args) -> dict:
-    """Median ms per call of each fn, in interleaved rounds after a warm-up (3 calls or 0.3 s)."""
-    for fn in fns.values():
-        start = time.perf_counter()
-        for i in range(100):
-            fn()
-            if i >= 2 and time.perf_counter() - start > 0.3:
-                break
-    times = {name: [] for name in fns}
-    for _ in range(args.rounds):
-        for name, fn in fns.items():
-            times[name].append(timed_call(fn, args.calls))
-    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (the median is printed)")
@@ -131,7 +107,7 @@ def main(argv=None) -> int:
         out = tuple(WORKLOADS[name](tF, torch.tensor(x), torch.tensor(grid)).shape)
         g = rng.standard_normal(out).astype(np.float32)
         ours, theirs, diff = setup(name, x, grid, g)
-        ms = measure({"graphc": ours, "torch": theirs}, args)
+        ms = interleaved_ms({"graphc": ours, "torch": theirs}, args.rounds, args.calls)
         print(f"{name:<15}{diff:>10.1e}{ms['graphc']:>11.2f}{ms['torch']:>10.2f}{ms['graphc'] / ms['torch']:>8.2f}")
     return 0
 

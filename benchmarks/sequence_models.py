@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -48,7 +47,7 @@ import numpy as np  # noqa: E402
 import graphc as gc  # noqa: E402
 import graphc.nn.functional as gF  # noqa: E402
 from graphc import nn, optim  # noqa: E402
-from graphc.apps.bench_harness import blas_line, ort_status  # noqa: E402
+from graphc.apps.bench_harness import blas_line, interleaved_ms, ort_status  # noqa: E402
 from graphc.executor.kernels.attention import scratch_bytes  # noqa: E402
 
 import torch  # noqa: E402
@@ -213,28 +212,6 @@ def encoder_infer():
     return "encoder inference", fns, notes, extra
 
 
-def timed_call(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
-def measure(fns: dict, args) -> dict:
-    """Median ms per call of each fn, in interleaved rounds after a warm-up (3 calls or 0.3 s)."""
-    for fn in fns.values():
-        start = time.perf_counter()
-        for i in range(100):
-            fn()
-            if i >= 2 and time.perf_counter() - start > 0.3:
-                break
-    times = {name: [] for name in fns}
-    for _ in range(args.rounds):
-        for name, fn in fns.items():
-            times[name].append(timed_call(fn, args.calls))
-    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (the median is printed)")
@@ -258,7 +235,7 @@ def main(argv=None) -> int:
         print(f"  {name:<20} " + ", ".join(f"{k} {v:.1e}" for k, v in notes.items())
               + (f"   (graphc loss {extra['loss']:.4f})" if "loss" in extra else ""))
 
-    rows = [(name, measure(fns, args)) for name, fns, _, _ in workloads]
+    rows = [(name, interleaved_ms(fns, args.rounds, args.calls)) for name, fns, _, _ in workloads]
     head = (f"\n{'workload':<20} {'graphc ms':>10} {'torch ms':>10} {'onnxrt ms':>10}"
             f" {'graphc/torch':>13} {'graphc/onnxrt':>14}")
     print(head + "\n" + "-" * (len(head) - 1))

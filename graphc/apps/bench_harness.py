@@ -25,6 +25,25 @@ def timed(fn, steps: int) -> float:
     return statistics.median(times)
 
 
+def interleaved_ms(fns: dict, rounds: int, calls: int) -> dict:
+    """Median ms per call of each fn in ``fns``, timed in interleaved rounds of ``calls`` calls
+    (so drifts of a shared machine hit every side alike), after a warm-up of 3 calls or 0.3 s."""
+    for fn in fns.values():
+        start = time.perf_counter()
+        for i in range(100):
+            fn()
+            if i >= 2 and time.perf_counter() - start > 0.3:
+                break
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - start) / calls)
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
+
+
 def ab(name: str, ours, theirs, steps: int, rounds: int, peer: str = "torch") -> None:
     """One row: graphc (``ours``) and its peer (``theirs``, or None; PyTorch unless ``peer``
     says otherwise) in interleaved rounds of ``steps`` calls; the median round of each and

@@ -21,11 +21,17 @@ def apply(op: str, args: list, attrs: dict | None = None):
     from .tensor import Tensor
 
     # (a traced Python number, .item() in a trace, has a _tracer too)
-    tracers = [t for a in args if (t := getattr(a, "_tracer", None)) is not None]
-    tracer = tracers[0] if tracers else None
-    if any(t is not tracer for t in tracers):  # a body's value with one from outside: the body records, capturing
-        current = current_tracer()
-        tracer = current if any(t is current for t in tracers) else tracer
+    tracer = None
+    for a in args:
+        t = getattr(a, "_tracer", None)
+        if t is None or t is tracer:
+            continue
+        if tracer is not None:  # a body's value with one from outside: the body (innermost) records, capturing
+            current = current_tracer()
+            if any(getattr(b, "_tracer", None) is current for b in args):
+                tracer = current
+            break
+        tracer = t
     if tracer is None:  # a model's parameter or buffer read inside a step being traced is a graph value
         current = current_tracer()
         if current is not None and (any(isinstance(a, Tensor) and current.state_name(a) for a in args)
