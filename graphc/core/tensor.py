@@ -248,12 +248,11 @@ class Tensor:
     def grad(self, value):
         if self._origin is not None:
             self._origin.grad = value
-            return
-        if value is None:
-            from .tracer import note_gradient_reset
-
-            note_gradient_reset(self)
-        self._grad = value
+        else:
+            if value is None:  # inside a compiled step: its gradient starts afresh (core/step_trace.py)
+                from .tracer import note_gradient_reset
+                note_gradient_reset(self)
+            self._grad = value
 
     @property
     def is_leaf(self) -> bool:

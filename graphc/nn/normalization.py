@@ -16,6 +16,22 @@ def _affine_params(module, shape, weight: bool, bias: bool) -> None:
     module.bias = Parameter(np.zeros(shape, np.float32)) if weight and bias else None
 
 
+def _norm_base(module, num_features, eps, momentum, affine, track_running_stats, bias, device, dtype) -> None:
+    """What batch and instance norms share (PyTorch's ``_NormBase``): the hyper-parameters, the
+    affine parameters, the running statistics when tracked, then placement and dtype."""
+    int_at_least("num_features", num_features)
+    module.num_features, module.eps, module.momentum = num_features, eps, momentum
+    module.affine, module.track_running_stats = affine, track_running_stats
+    _affine_params(module, num_features, affine, bias)
+    if track_running_stats:
+        module.register_buffer("running_mean", np.zeros(num_features, np.float32))
+        module.register_buffer("running_var", np.ones(num_features, np.float32))
+        module.register_buffer("num_batches_tracked", np.array(0, np.int64))
+    else:
+        module.running_mean = module.running_var = module.num_batches_tracked = None
+    module.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
+
+
 class _BatchNorm(Module):
     _ranks: tuple = ()
 
@@ -24,17 +40,7 @@ class _BatchNorm(Module):
         super().__init__()
         if momentum is None:
             raise GraphcError(f"{type(self).__name__}(momentum=None) is not supported; pass a float")
-        int_at_least("num_features", num_features)
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _affine_params(self, num_features, affine, bias)
-        if track_running_stats:
-            self.register_buffer("running_mean", np.zeros(num_features, np.float32))
-            self.register_buffer("running_var", np.ones(num_features, np.float32))
-            self.register_buffer("num_batches_tracked", np.array(0, np.int64))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
-        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
+        _norm_base(self, num_features, eps, momentum, affine, track_running_stats, bias, device, dtype)
 
     def _check_input(self, x) -> None:
         if x.ndim not in self._ranks:
@@ -144,17 +150,7 @@ class _InstanceNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
                  track_running_stats: bool = False, device=None, dtype=None, bias: bool = True):
         super().__init__()
-        int_at_least("num_features", num_features)
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _affine_params(self, num_features, affine, bias)
-        if track_running_stats:
-            self.register_buffer("running_mean", np.zeros(num_features, np.float32))
-            self.register_buffer("running_var", np.ones(num_features, np.float32))
-            self.register_buffer("num_batches_tracked", np.array(0, np.int64))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
-        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
+        _norm_base(self, num_features, eps, momentum, affine, track_running_stats, bias, device, dtype)
 
     def forward(self, x):
         name = type(self).__name__
