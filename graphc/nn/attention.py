@@ -232,10 +232,7 @@ class MultiheadAttention(Module):
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
-        if device is not None:
-            self.to(device)
-        if dtype is not None:
-            self.to(dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def _reset_parameters(self):
         if self._qkv_same_embed_dim:

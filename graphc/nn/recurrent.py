@@ -33,7 +33,7 @@ from . import init
 from .layers import int_at_least
 from .module import Module, Parameter
 from .recurrent_cells import GRUCell, LSTMCell, RNNCell  # noqa: F401  (nn.recurrent's names, as PyTorch's rnn module)
-from .recurrent_cells import check_input, gru_step, lstm_step, place_factory, rnn_step, zero_state
+from .recurrent_cells import check_input, gru_step, lstm_step, rnn_step, zero_state
 from .utils.rnn import PackedSequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -77,7 +77,7 @@ class RNNBase(Module):
                     shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
                 for name, shape in shapes:  # PyTorch's reset_parameters: all U(-1/sqrt(hidden), 1/sqrt(hidden))
                     self.register_parameter(name, Parameter(init.uniform(shape, bound)))
-        place_factory(self, device, dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def flatten_parameters(self) -> None:
         """A no-op (PyTorch compacts cuDNN weights here; graphc has nothing to compact)."""

@@ -63,14 +63,6 @@ def check_input(name: str, x, size: int, batched_ndim: int):
                           f"{int(x.shape[-1])}")
 
 
-def place_factory(module, device, dtype) -> None:
-    """PyTorch's factory kwargs: ``dtype`` casts the parameters, ``device`` moves them."""
-    if dtype is not None:
-        module.to(dtype)
-    if device is not None:
-        module.to(device)
-
-
 # ---- cells -----------------------------------------------------------------------------------------
 class RNNCellBase(Module):
     """Shared by the cells: ``weight_ih (G*hidden, input)``, ``weight_hh (G*hidden, hidden)``,
@@ -88,7 +80,7 @@ class RNNCellBase(Module):
         self.weight_hh = Parameter(init.uniform((g, hidden_size), bound))
         self.bias_ih = Parameter(init.uniform((g,), bound)) if bias else None
         self.bias_hh = Parameter(init.uniform((g,), bound)) if bias else None
-        place_factory(self, device, dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def _prepare(self, input, hx, count: int):
         """(batched input, [states], batched?) with missing states as zeros."""

@@ -68,10 +68,7 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
         self.batch_first = batch_first
-        if device is not None:
-            self.to(device)
-        if dtype is not None:
-            self.to(dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
@@ -173,10 +170,7 @@ class Transformer(Module):
                                                                                    bias=bias))
         self._reset_parameters()
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
-        if device is not None:
-            self.to(device)
-        if dtype is not None:
-            self.to(dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
                 tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,

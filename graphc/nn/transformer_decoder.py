@@ -83,10 +83,7 @@ class TransformerDecoderLayer(Module):
         self.dropout3 = Dropout(dropout)
         self.activation = _activation(activation)
         self.batch_first = batch_first
-        if device is not None:
-            self.to(device)
-        if dtype is not None:
-            self.to(dtype)
+        self.to(device=device, dtype=dtype)  # PyTorch's factory kwargs: placed and cast once built
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
