@@ -9,7 +9,6 @@ hand-built ones up to 9.5); checked at 1e-5 of max(1, |output|) for other BLAS b
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
+import onnx_backend_cases
 from graphc import nn
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is part of the test extra; pip install 'graphc[onnx]'")
@@ -35,18 +35,9 @@ def close(got, want, what=""):
                                err_msg=what)
 
 
-@functools.lru_cache(maxsize=None)
 def backend_cases() -> dict:
-    import onnx.backend.test.case.node as node_cases
-
-    importlib.import_module("onnx.backend.test.case.node.convtranspose")
-    found = {}
-    for case in node_cases._NodeTestCases:
-        if case.name.startswith("test_convtranspose"):
-            inputs, expected = case.data_sets[0]
-            found[case.name] = (case.model.SerializeToString(), list(inputs), list(expected))
-    return found
-
+    """``name -> (model bytes, inputs, outputs)`` of onnx's cases for these ops (tests/onnx_backend_cases.py)."""
+    return onnx_backend_cases.backend_cases(("test_convtranspose",), ("convtranspose",))
 
 CASES = sorted(backend_cases())
 

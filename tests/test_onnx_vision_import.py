@@ -8,13 +8,12 @@ ulps apart; checked at RTOL = 1e-5 of max(1, |output|). float16 cases at 2e-3.
 """
 from __future__ import annotations
 
-import functools
-import importlib
 
 import numpy as np
 import pytest
 
 import graphc as gc
+import onnx_backend_cases
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is part of the test extra; pip install 'graphc[onnx]'")
 
@@ -55,22 +54,9 @@ ROUNDED = {"test_averagepool_2d_ceil_last_window_starts_on_pad": 1e-4}  # expect
 OPSET_12 = ("test_celu", "test_celu_expanded")  # Celu-28 only added types: read as the float32 Celu-12
 
 
-@functools.lru_cache(maxsize=None)
 def backend_cases() -> dict:
-    import onnx.backend.test.case.node as node_cases
-
-    for module in MODULES:
-        try:
-            importlib.import_module(f"onnx.backend.test.case.node.{module}")
-        except ModuleNotFoundError:  # (instancenorm is not in every onnx release)
-            pass
-    found = {}
-    for case in node_cases._NodeTestCases:
-        if case.name.startswith(PREFIXES):
-            inputs, expected = case.data_sets[0]
-            found[case.name] = (case.model.SerializeToString(), list(inputs), list(expected))
-    return found
-
+    """``name -> (model bytes, inputs, outputs)`` of onnx's cases for these ops (tests/onnx_backend_cases.py)."""
+    return onnx_backend_cases.backend_cases(PREFIXES, MODULES)
 
 CASES = sorted(backend_cases())
 
