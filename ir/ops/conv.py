@@ -33,14 +33,16 @@ def conv2d_rule(in_types, attrs):
     return [TensorType((n, o, oh, ow), x.dtype)]
 
 
-def _window_attrs(attrs) -> dict:
+def conv_attrs(attrs) -> dict:
+    """A conv node's window attrs (stride, padding, dilation, groups), for the conv ops its
+    gradient, fusions and transposed twin emit."""
     return {k: attrs[k] for k in CONV_ATTRS}
 
 
 def conv2d_vjp(b, node, cts, needs):
     x, w = node.inputs[:2]
     g = cts[0]
-    attrs = _window_attrs(node.attrs)
+    attrs = conv_attrs(node.attrs)
     gx = b.emit1("conv2d_grad_input", [g, w], {**attrs, "input_shape": list(x.type.shape)}) if needs[0] else None
     gw = b.emit1("conv2d_grad_weight", [g, x], {**attrs, "weight_shape": list(w.type.shape)}) if needs[1] else None
     grads = [gx, gw]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
 from ..types import DType, TensorType, is_static
-from .conv import CONV_ATTRS
+from .conv import CONV_ATTRS, conv_attrs
 from .linalg import need_same_dtype
 from ._shapes import check_pairs, need_float, need_rank, need_static, window_out
 
@@ -58,11 +58,6 @@ def conv_transpose2d_rule(in_types, attrs):
     sizes = [transposed_size(size, k, s, p, d, op_, op) for size, k, s, p, d, op_ in
              zip((h, wd), (kh, kw), attrs["stride"], attrs["padding"], attrs["dilation"], attrs["output_padding"])]
     return [TensorType((n, o, *sizes), x.dtype)]
-
-
-def conv_attrs(attrs) -> dict:
-    """The conv2d whose input gradient this transposed conv is."""
-    return {k: attrs[k] for k in CONV_ATTRS}
 
 
 def conv_transpose2d_vjp(b, node, cts, needs):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import GraphcError
 from ..registry import Attr, OpDef, register
-from .conv import CONV_ATTRS, conv2d_rule, conv2d_vjp
+from .conv import CONV_ATTRS, conv2d_rule, conv2d_vjp, conv_attrs
 from .linalg import linear_rule, linear_vjp
 from .norm import EPS, MOMENTUM, check_channel_params, eval_bn_vjp
 
@@ -47,7 +47,7 @@ def _vjp_conv_bn(b, node, cts, needs):
     conv, (gamma, _, mean, var) = _split_conv_bn_inputs(node.inputs)
     y, x, w = node.outputs[0], conv[0], conv[1]
     g = b.emit1("relu_grad", [cts[0], y]) if node.attrs["relu"] else cts[0]
-    window = {k: node.attrs[k] for k in CONV_ATTRS}
+    window = conv_attrs(node.attrs)
     k = len(conv)
     bn_needs = [any(needs[:k])] + list(needs[k:])
     g_conv, ggamma, gbeta, gmean, gvar = eval_bn_vjp(b, g, y.type, lambda: b.emit1("conv2d", list(conv), window),
@@ -72,7 +72,7 @@ def _vjp_conv_bn_train(b, node, cts, needs):
     conv, bn = _split_conv_bn_inputs(node.inputs)
     has_bias = len(conv) == 3
     y, conv_out, mean, invstd = node.outputs[:4]
-    attrs = {k: node.attrs[k] for k in CONV_ATTRS}
+    attrs = conv_attrs(node.attrs)
     attrs.update(relu=node.attrs["relu"], input_grad=needs[0], has_bias=has_bias)
     grads = b.emit("conv_bn_train_grad", [cts[0], conv[0], conv[1], conv_out, y, bn[0], mean, invstd], attrs)
     gx = grads.pop(0) if needs[0] else None
