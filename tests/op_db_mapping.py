@@ -1,6 +1,7 @@
 """Run PyTorch's operator database (``op_db``) through graphc: the machinery behind
 tests/test_op_db.py (issue #34, point 1). Needs torch and expecttest; ``python
-tests/op_db_mapping.py`` prints the full report.
+tests/op_db_mapping.py`` prints the full report (``python tests/op_db_mapping.py 'linalg.*' sort``:
+the matching entries only).
 
 For every OpInfo entry whose dtypes include float32 on CPU, up to ``MAX_SAMPLES`` samples of
 ``op.sample_inputs("cpu", torch.float32, requires_grad=op.supports_autograd)``:
@@ -709,9 +710,18 @@ def report(results) -> str:
     return "\n".join(lines)
 
 
+def select(patterns):
+    """op_db entries whose name (or entry id) matches one of ``patterns`` (fnmatch: ``linalg.*``)."""
+    import fnmatch
+    return [op for op in op_db if any(fnmatch.fnmatchcase(op.name, p) or fnmatch.fnmatchcase(entry_id(op), p)
+                                       for p in patterns)]
+
+
 if __name__ == "__main__":
+    # python tests/op_db_mapping.py [NAME_PATTERN ...]: the whole database, or the matching entries
+    import sys
     import time
     t0 = time.time()
-    res = run_all()
+    res = run_all(select(sys.argv[1:]) if len(sys.argv) > 1 else None)
     print(report(res))
     print(f"time {time.time() - t0:.1f}s")
