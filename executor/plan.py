@@ -222,6 +222,11 @@ class Plan:
             if len(self._expected) < 64:
                 self._expected[batch] = wanted
         for a, v, (shape, dtype) in zip(arrays, expected, wanted):
+            if fixed and a.ndim and shape and a.shape[0] != shape[0] and a.shape[0] != fixed["size"] \
+                    and shape[0] == fixed["size"]:  # a plan traced at a fixed batch: say why it is fixed
+                raise ShapeError(f"this plan only runs at batch size {fixed['size']}, got {a.shape[0]} (input "
+                                 f"{v.name!r}): it was traced at that size because {fixed['where']}; "
+                                 "compile at this batch size")
             if a.dtype != dtype or a.shape != shape:
                 bound = ", ".join(f"{k}={n}" for k, n in as_binding(batch).items())
                 shown = str(v.type) + (f" ({bound})" if not v.type.is_static else "")

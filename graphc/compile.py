@@ -13,7 +13,7 @@ from .passes.manager import run_pipeline
 from .passes.numeric_check import check_verify
 from .ir.errors import GraphcError, PlanFormatError
 from .random import next_seed
-from .tracing import numeric_example, trace_model
+from .tracing import ZERO_BATCH, numeric_example, trace_model
 
 
 def trace(model_or_fn, *example_inputs, name=None, dynamic_batch=True, dynamic_dims=None):
@@ -191,6 +191,8 @@ def export(model, example_inputs, path, verify=False, opset=None, dynamic_dims=N
     finally:
         if was_training:
             model.train()
+    if graph.meta.get("fixed_batch", {}).get("where") == ZERO_BATCH:  # a file that only takes empty batches
+        raise GraphcError("export: example inputs have a zero-size batch; trace with at least one example")
     weights = {name: backend_of(a).to_numpy(a) for name, a in tracer.state_arrays.items()}  # GPU models too
     graph = run_pipeline(graph, "export", "default", run_graph_node, verify,
                          extra={"freeze": functools.partial(freeze, arrays=weights)},

@@ -4,6 +4,7 @@ builders in graphc/training.py use it too)."""
 from __future__ import annotations
 
 import contextlib
+import re
 
 import numpy as np
 
@@ -41,6 +42,9 @@ def numeric_example(verify, example_inputs, state_arrays: dict, rates=()) -> Exa
     return Example(inputs, state, tuple(float(r) for r in rates))
 
 
+ZERO_BATCH = "the example inputs have a zero-size batch (trace with at least one example for a symbolic batch)"
+
+
 def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, names=None, dynamic_dims=None):
     """Trace and also return the tracer (which holds the state arrays the plan shares).
 
@@ -62,11 +66,14 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     declared = declared_dims(dynamic_dims, names, arrays)
     # the first input with a leading dim (not declared otherwise) sets N, unless a dim is declared N
     batched = next((a for a, dims in zip(arrays, declared) if a.ndim and 0 not in dims), None)
-    if batched is not None and batched.shape[0] == 0:
-        raise GraphcError("example inputs have a zero-size batch; trace with at least one example")
+    if batched is not None and batched.shape[0] == 0 and dynamic_batch:  # 0 cannot tell N from other dims
+        graph, tracer = trace_model(fn, given[1], name, False, root, given[0], dynamic_dims)
+        graph.meta["fixed_batch"] = {"size": 0, "where": ZERO_BATCH}
+        return graph, tracer
     if name is None:
         name = type(root).__name__ if root is not None else getattr(fn, "__name__", "fn")
     sizes = _sizes(declared, arrays)
+    implicit_batch = BATCH not in sizes  # N from the first input's leading dim, not declared by the caller
     batch = sizes.pop(BATCH, None) or (batched.shape[0] if batched is not None and dynamic_batch else None)
     _check_products(declared, arrays, {**sizes, **({BATCH: batch} if batch is not None else {})})
     shape_of = [{**({0: BATCH} if batch is not None and a.ndim and a.shape[0] == batch else {}), **dims}
@@ -75,6 +82,10 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
         graph, tracer = trace_both_ways(
             lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, (batch, sizes, shape_of),
                                                 decisions, also, input_tree), root)
+    except (ShapeError, TraceError) as refused:
+        if batch is None or not implicit_batch or not _names_the_batch(refused):
+            raise  # not about N, or N is a symbol the caller declared: the refusal stands
+        return _trace_at_fixed_batch(refused, fn, given, name, root, dynamic_dims, batch)
     except PinnedDims as pinned:  # len(x) read a size, then a shape mixed it with the symbol: trace it fixed
         kept = [{d: sym for d, sym in dims.items() if not set(dim_symbols(sym)) & pinned.symbols} for dims in declared]
         fixes_batch = batch is not None and BATCH in pinned.symbols
@@ -85,6 +96,33 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
     if input_tree is not None:
         graph.meta["input_tree"] = input_tree
     refuse_float16(graph)
+    return graph, tracer
+
+
+def _names_the_batch(error) -> bool:
+    """Does a trace's refusal involve the symbolic batch dim? graphc prints it as ``N`` in
+    shapes (``f32[N,3]``, ``[N,4] and [2,4]``) and names it in words (``along the batch dim``)."""
+    text = error.message if isinstance(error, GraphcError) else str(error)
+    return bool(_BATCH_WORDS.search(text))
+
+
+_BATCH_WORDS = re.compile(r"\[N[,\]*]|[,*]N[,\]*]|\(N\)|batch (dim|size)|symbolic dim")
+
+
+def _trace_at_fixed_batch(refused, fn, given, name, root, dynamic_dims, batch):
+    """The trace with a symbolic batch failed (an op needs the batch size: ``flip``/``cumsum``
+    along it, ``x.reshape(2, 12)``, a weight whose first dim happens to equal the batch): trace
+    again at the example's batch size, as ``torch.compile`` specializes a size it cannot keep
+    symbolic. The plan then runs at that batch size only, and refuses another naming why. If the
+    fixed trace fails too, the first refusal is the one to show."""
+    try:
+        graph, tracer = trace_model(fn, given[1], name, False, root, given[0], dynamic_dims)
+    except (ShapeError, TraceError):
+        raise refused from None  # the batch was not the only problem: the first refusal says where
+    reason = (refused.message if isinstance(refused, GraphcError) else str(refused)).splitlines()[0]
+    reason = reason.split(";")[0].split(": the ")[0][:160]  # what needed the size, not the old advice
+    where = getattr(refused, "where", None)
+    graph.meta["fixed_batch"] = {"size": int(batch), "where": f"{reason} {where}" if where else reason}
     return graph, tracer
 
 

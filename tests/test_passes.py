@@ -1015,12 +1015,16 @@ def test_export_batchnorm1d_on_3d_input_becomes_mul_add(tmp_path):
     assert ops(plan.graph) == ["mul", "add", "relu"]
 
 
-def test_zero_size_batch_example_raises(tmp_path):
+def test_zero_size_batch_example(tmp_path):
+    """export refuses it (a file that takes only empty batches); compile traces at batch 0, as
+    PyTorch runs empty batches, and the plan refuses a non-empty one saying why."""
     with pytest.raises(gc.GraphcError, match="zero-size batch"):
         gc.export(_cnn(), (images(0),), str(tmp_path / "empty.graphc"))
     assert not (tmp_path / "empty.graphc").exists()
-    with pytest.raises(gc.GraphcError):
-        gc.compile(_cnn().eval(), (images(0),))
+    plan = gc.compile(_cnn().eval(), (images(0),))
+    assert plan(images(0)).shape == (0, 10)
+    with pytest.raises(gc.ShapeError, match="batch size 0, got 2.*zero-size batch"):
+        plan(images(2))
 
 
 # ---- bugs found while writing these tests (left failing on purpose) ------------------------------

@@ -223,15 +223,21 @@ def test_gradient_matches_finite_differences(name):
 @pytest.mark.parametrize("fn", [lambda x: x.split(2), lambda x: gc.chunk(x, 2, 0), lambda x: x.unbind(),
                                 lambda x: x.split([2, 2], dim=-3)],
                          ids=["split", "chunk", "unbind", "split_sizes"])
-def test_cutting_the_batch_dim_is_a_clear_trace_error(fn):
-    with pytest.raises(gc.TraceError, match=r"along the batch dim \(N\).*test_tensor_surface.py:\d+"):
-        gc.compile(lambda x: fn(x)[0], (X,))
+def test_cutting_the_batch_dim_pins_the_plan_to_the_example_batch(fn):
+    """The pieces' sizes need the batch size: the plan is traced at the example's batch (as
+    torch.compile specializes) and refuses another, naming the op and the user's line."""
+    plan = gc.compile(lambda x: fn(x)[0], (X,))
+    np.testing.assert_array_equal(plan(X), fn(gc.tensor(X))[0].numpy())
+    with pytest.raises(gc.ShapeError, match=r"batch size 4, got 3.*along the batch dim \(N\).*test_tensor_surface.py:\d+"):
+        plan(X[:3])
     assert len(fn(gc.tensor(X))) == 2 or len(fn(gc.tensor(X))) == 4  # eagerly the size is known
 
 
-def test_tril_over_the_batch_dim_is_a_clear_trace_error():
-    with pytest.raises(gc.TraceError, match="tril over the batch dim"):
-        gc.compile(lambda x: x.tril(), (X[:, :, 0],))
+def test_tril_over_the_batch_dim_pins_the_plan_to_the_example_batch():
+    plan = gc.compile(lambda x: x.tril(), (X[:, :, 0],))
+    np.testing.assert_array_equal(plan(X[:, :, 0]), np.tril(X[:, :, 0]))
+    with pytest.raises(gc.ShapeError, match="tril over the batch dim"):
+        plan(X[:3, :, 0])
     with pytest.raises(gc.ShapeError, match="at least 2 dims"):
         gc.ones(3).triu()
 
