@@ -20,6 +20,7 @@ float, double, long, half = float32, float64, int64, float16  # noqa: A001
 from .random import Generator, manual_seed  # noqa: E402
 from .core.tensor import Tensor  # noqa: E402
 from .core.device import device  # noqa: E402
+from .core.device import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: E402,F401
 from .ops.creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
                        ones, ones_like, rand, rand_like, randn, randn_like, stack, tensor, zeros, zeros_like)
 from . import autograd  # noqa: E402
@@ -33,6 +34,8 @@ from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F4
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
+from .ops import random_more as _random_more  # noqa: E402,F401  (bernoulli, multinomial, Tensor.exponential_, ...)
+from .ops.random_more import normal, randint, randint_like  # noqa: E402,F401
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...

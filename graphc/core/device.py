@@ -102,3 +102,26 @@ def parse_to(args, kwargs) -> tuple:
     if target is not None:
         target = str(device(target) if not isinstance(target, device) else target)
     return target, (DType.from_any(dtype) if dtype is not None else None), bool(kwargs.get("copy", False))
+
+
+class memory_format:
+    """``torch.memory_format``: a layout request. graphc arrays are always C-ordered, so every
+    format gives the same values (``channels_last`` is a stride order PyTorch's kernels use for
+    speed); the names are accepted wherever PyTorch takes ``memory_format=``.
+
+    >>> import graphc as gc
+    >>> gc.ones(1, 2, 3, 3).contiguous(memory_format=gc.channels_last).shape
+    (1, 2, 3, 3)
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")

@@ -284,7 +284,7 @@ class Tensor:
             return apply("stop_gradient", [self])
         return Tensor(self.array)
 
-    def contiguous(self) -> "Tensor":
+    def contiguous(self, memory_format=None) -> "Tensor":
         """Itself when its array is C-contiguous (or traced), else a copy, as PyTorch's: an
         in-place write to ``x.T.contiguous()`` must not reach ``x``.
 
@@ -297,7 +297,7 @@ class Tensor:
             return self
         return self.clone()
 
-    def clone(self) -> "Tensor":
+    def clone(self, memory_format=None) -> "Tensor":
         """A copy; gradients flow through it as in PyTorch."""
         from .grad_mode import is_grad_enabled
 
@@ -372,12 +372,12 @@ class Tensor:
         dtype = DType.from_any(dtype)
         return self if dtype is self.dtype else apply("cast", [self], {"dtype": dtype.name})
 
-    def float(self): return self.cast(DType.float32)
-    def double(self): return self.cast(DType.float64)
-    def half(self): return self.cast(DType.float16)
-    def long(self): return self.cast(DType.int64)
-    def byte(self): return self.cast(DType.uint8)
-    def bool(self): return self.cast(DType.bool)
+    def float(self, memory_format=None): return self.cast(DType.float32)
+    def double(self, memory_format=None): return self.cast(DType.float64)
+    def half(self, memory_format=None): return self.cast(DType.float16)
+    def long(self, memory_format=None): return self.cast(DType.int64)
+    def byte(self, memory_format=None): return self.cast(DType.uint8)
+    def bool(self, memory_format=None): return self.cast(DType.bool)
 
     @property
     def T(self):
