@@ -239,12 +239,30 @@ def narrow(input, dim, start, length):
     [2, 3, 4]
     """
     axis, size = _static_size(input, dim, "narrow")
+    if getattr(start, "_tracer", None) is not None:  # a start computed in the plan
+        return _narrow_at(input, axis, size, start, int(length))
     start, length = int(start), int(length)
     if start < 0:
         start += size
     if not 0 <= start <= size or length < 0 or start + length > size:
         raise GraphcError(f"narrow: start {start} and length {length} are out of range for dim {dim} of size {size}")
     return _narrow(input, axis, start, length)
+
+
+def _narrow_at(input, axis, size, start, length):
+    """narrow from a traced 0-d start: a gather of ``start + arange(length)`` along ``axis``
+    (negative starts count from the end; the window must fit, as PyTorch checks)."""
+    import numpy as np
+
+    from ..core.tensor import Tensor
+    from ..ir.types import DType
+
+    start = start.reshape([1] * input.ndim).cast(DType.int64)
+    start = apply("where", [apply("lt", [start, 0]), start + size, start])
+    steps = np.arange(length, dtype=np.int64).reshape([length if d == axis else 1 for d in range(input.ndim)])
+    shape = list(input.shape)
+    shape[axis] = length
+    return apply("gather", [input, (start + Tensor(steps)).expand(*shape)], {"dim": axis})
 
 
 @torchsymbol(**_METHOD_AND_TOP)

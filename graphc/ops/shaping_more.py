@@ -9,6 +9,7 @@ from ..core.dispatch import apply
 from ..core.tensor import Tensor
 from ..executor.backends import backend_of
 from ..ir.errors import ShapeError
+from ..ir.types import DType
 from .shaping import _static_size
 from .surface import torchsymbol
 
@@ -195,8 +196,24 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
     """``steps`` evenly spaced values from ``start`` to ``end`` (float32 unless ``dtype``)."""
     from .creation import _dtype, _place
 
+    if isinstance(start, Tensor) or isinstance(end, Tensor):  # 0-d tensors: traced values in a plan
+        return _linspace_of_tensors(start, end, int(steps), dtype)
     values = _linspace(float(start), float(end), int(steps))
     return _place(values.astype(_dtype(dtype)), device, requires_grad)
+
+
+def _linspace_of_tensors(start, end, steps, dtype):
+    """linspace with 0-d tensor ends, as graph ops (PyTorch's two-sided formula, in float64)."""
+    from .creation import _dtype
+
+    want = DType.from_any(np.dtype(_dtype(dtype)))
+    start, end = (x.reshape(()).cast(DType.float64) if isinstance(x, Tensor) else float(x) for x in (start, end))
+    if steps == 1:
+        return (start * np.ones(1) if isinstance(start, Tensor) else Tensor(np.array([start]))).cast(want)
+    i = Tensor(np.arange(steps, dtype=np.float64))
+    step = (end - start) / (steps - 1)
+    values = apply("where", [Tensor(np.arange(steps) < steps // 2), start + step * i, end - step * (steps - 1 - i)])
+    return values.cast(want)
 
 
 def _linspace(start, end, steps):
@@ -212,5 +229,8 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     """``base ** linspace(start, end, steps)`` (float32 unless ``dtype``)."""
     from .creation import _dtype, _place
 
+    if isinstance(start, Tensor) or isinstance(end, Tensor):
+        exponents = _linspace_of_tensors(start, end, int(steps), DType.float64)
+        return apply("pow", [float(base), exponents]).cast(DType.from_any(np.dtype(_dtype(dtype))))
     values = np.power(float(base), _linspace(float(start), float(end), int(steps)))
     return _place(values.astype(_dtype(dtype)), device, requires_grad)
