@@ -89,7 +89,11 @@ def parse_to(args, kwargs) -> tuple:
     if unknown:
         raise GraphcError(f"Tensor.to() got unexpected keyword arguments {sorted(unknown)}")
     target, dtype = kwargs.get("device"), kwargs.get("dtype")
-    for arg in args:
+    flags = [a for a in args if isinstance(a, bool)]  # to(dtype, non_blocking, copy), positionally
+    if len(flags) > 2:
+        raise GraphcError(f"Tensor.to() takes non_blocking and copy after the dtype, got {len(flags)} flags")
+    copy = kwargs.get("copy", flags[1] if len(flags) == 2 else False)
+    for arg in (a for a in args if not isinstance(a, bool)):
         if isinstance(arg, Tensor):  # another tensor: its device and dtype
             target, dtype = arg.device, arg.dtype
         elif is_device(arg):
@@ -101,7 +105,7 @@ def parse_to(args, kwargs) -> tuple:
                 raise GraphcError(f"Tensor.to() cannot use {arg!r} as a device or a dtype") from None
     if target is not None:
         target = str(device(target) if not isinstance(target, device) else target)
-    return target, (DType.from_any(dtype) if dtype is not None else None), bool(kwargs.get("copy", False))
+    return target, (DType.from_any(dtype) if dtype is not None else None), bool(copy)
 
 
 class memory_format:

@@ -23,6 +23,7 @@ def conv2d_rule(in_types, attrs):
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     need_static((c,), "conv2d", "channels")
+    need_static((o,), "conv2d", "output channels")
     if groups < 1 or c != cg * groups or o % groups:
         raise ShapeError(f"conv2d: input has {c} channels, weight {w} with groups={groups} expects {cg * groups}")
     if len(in_types) == 3 and in_types[2].shape != (o,):
