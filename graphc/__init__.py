@@ -36,6 +36,7 @@ from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, 
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 from .ops import random_more as _random_more  # noqa: E402,F401  (bernoulli, multinomial, Tensor.exponential_, ...)
 from .ops.random_more import normal, randint, randint_like  # noqa: E402,F401
+from .ops.segment_ops import segment_reduce  # noqa: E402,F401
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...

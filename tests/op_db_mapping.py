@@ -115,9 +115,11 @@ def resolve(op):
         torch_obj = functools.reduce(getattr, op.name.split("."), torch)
     except AttributeError:
         torch_obj = None
+    name = getattr(fn, "__name__", "")
+    if op.name.startswith("_") and name and getattr(torch, name, None) is fn:
+        return _lookup(gc, name, "")  # a private entry of a public function: torch._segment_reduce
     if torch_obj is fn:
         return _lookup(gc, op.name, "")
-    name = getattr(fn, "__name__", "")
     if name.startswith("__") and getattr(torch.Tensor, name, None) is not None:
         meth = _lookup(gc.Tensor, name, "Tensor.")
         return lambda x, *a, **k: meth(x, *a, **k)
