@@ -2,11 +2,13 @@
 (cupyx.scipy.special's on cupy: ``xp`` tells which), evaluated in float64 and rounded to the
 output dtype; scipy is an optional extra (``pip install graphc[special]``), imported when a
 kernel is built, so graphc imports without it. The orthogonal polynomials and
-spherical_bessel_j0 follow PyTorch's own algorithms instead (its recurrences and special cases
+spherical_bessel_j0 and trigamma follow PyTorch's own algorithms instead (its recurrences and special cases
 for n < 0, |x| = 1, non-integer n truncated toward 0), in the output dtype as PyTorch computes
 them, so that overflow gives the same inf or NaN.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -40,8 +42,13 @@ def _library(xp, fn):
 def _function(xp, fn, n):
     """The float64 function of the arrays for ``fn``."""
     library = _library(xp, fn)
-    if fn == "polygamma":
-        return library.psi if n == 0 else (lambda x: library.polygamma(n, x))
+    if fn == "polygamma" and n == 0:
+        return library.psi
+    if fn == "polygamma":  # PyTorch's formula, so that its poles and infinities are PyTorch's
+        sign = 1.0 if n % 2 else -1.0
+        return lambda x: sign * math.exp(math.lgamma(n + 1.0)) * _zeta(xp, library, n + 1.0, x)
+    if fn == "zeta":
+        return lambda x, q: _zeta(xp, library, x, q)
     if fn == "airy_ai":
         return lambda x: library.airy(x)[0]
     name = _SCIPY[fn]
@@ -59,6 +66,27 @@ def _spherical_bessel_j0(xp, x):
         far = xp.sin(x) / x
     out = xp.where(xp.abs(x) < 0.5, series, far)
     return xp.where(xp.isinf(x), xp.zeros_like(x), out).astype(x.dtype)
+
+
+def _zeta(xp, library, x, q):
+    """Hurwitz zeta; NaN at q = +inf for x > 1, as PyTorch's series gives (scipy says 0)."""
+    return xp.where((q == math.inf) & (x > 1), math.nan, library.zeta(x, q))
+
+
+def _trigamma(xp, x):
+    """PyTorch's trigamma (polygamma of order 1), in x's dtype as PyTorch computes it: the
+    reflection pi^2 / sin^2(pi x) below 1/2, six recurrence steps, then the asymptotic series."""
+    pi = x.dtype.type(math.pi)
+    small = x < 0.5
+    sin_pi_x = xp.sin(pi * x)
+    result = xp.where(small, -(pi * pi) / (sin_pi_x * sin_pi_x), 0).astype(x.dtype)
+    x = xp.where(small, 1 - x, x).astype(x.dtype)
+    for _ in range(6):
+        result = result + 1 / (x * x)
+        x = x + 1
+    ixx = 1 / (x * x)
+    result = result + (1 + 1 / (2 * x) + ixx * (1 / 6 - ixx * (1 / 30 - ixx * (1 / 42)))) / x
+    return xp.where(small, -result, result)
 
 
 def _degree(xp, n):
@@ -82,6 +110,10 @@ def make(xp, spec):
             result = run(x.astype(compute, copy=False), _degree(xp, degree)).astype(out_dtype, copy=False)
             return _finish(xp, result, out)
         return writes_out(poly)
+    if fn == "polygamma" and n == 1:
+        compute = np.dtype(np.float32) if out_dtype == np.float16 else out_dtype
+        return writes_out(lambda x, out=None: _finish(xp, _errstate(_trigamma, xp, x.astype(compute, copy=False))
+                                                      .astype(out_dtype, copy=False), out))
     if fn == "spherical_bessel_j0":
         return writes_out(lambda x, out=None: _finish(xp, _spherical_bessel_j0(xp, x).astype(out_dtype, copy=False), out))
     function = _function(xp, fn, n)
@@ -91,6 +123,11 @@ def make(xp, spec):
             result = function(*(a.astype(np.float64, copy=False) for a in arrays))
         return _finish(xp, xp.asarray(result).astype(out_dtype, copy=False), out)
     return writes_out(run)
+
+
+def _errstate(function, *args):
+    with np.errstate(all="ignore"):
+        return function(*args)
 
 
 def _finish(xp, result, out):
