@@ -41,6 +41,9 @@ def _infer(in_types, attrs):
         raise ShapeError(f"special {fn} takes {want} input{'s' if want > 1 else ''}, got {len(in_types)}")
     if attrs["n"] and fn != "polygamma":
         raise ShapeError(f"special {fn}: the order n={attrs['n']} belongs to polygamma only")
+    if fn in ("igamma", "igammac") and not any(t.dtype.is_float for t in in_types):
+        raise ShapeError(f"{fn} takes a floating-point tensor (as PyTorch, which has no integer kernel for it), "
+                         f"got {' and '.join(t.dtype.name for t in in_types)}; cast first (x.float())")
     out = TensorType(broadcast(*(t.shape for t in in_types)), result_dtype(in_types))
     return [out if out.dtype.is_float else out.with_dtype(DType.float32)]
 
