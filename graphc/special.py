@@ -1,6 +1,6 @@
 """``gc.special``: PyTorch's ``torch.special`` namespace. Special functions are the ``special``
 primitive (ir/ops/special.py: scipy.special's kernels, an optional extra,
-``pip install 'graphc[special]'``) or composites over it (ndtr, entr, xlog1py, multigammaln);
+``pip install 'graphc[special]'``) or composites over it (ndtr, xlog1py, multigammaln);
 the names PyTorch also lists here for functions graphc has elsewhere (expit, erf, exp2, expm1,
 log1p, logsumexp, softmax, log_softmax, round, xlogy, gammaln, psi, ...) are those functions.
 Gradients are PyTorch's (derivatives.yaml); where PyTorch has none (the polynomials, the
@@ -17,7 +17,7 @@ from __future__ import annotations
 from .ops.functions import log1p, round_ as round, sigmoid as expit  # noqa: A004, F401  (PyTorch's names)
 from .ops.functions_math import exp2, expm1, xlogy  # noqa: F401
 from .ops.functions_nn import erf, log_softmax, softmax  # noqa: F401
-from .ops.functions_special import (digamma, entr, erfc, erfinv, i0, mvlgamma as multigammaln, ndtr,  # noqa: F401
+from .ops.functions_special import (digamma, erfc, erfinv, i0, mvlgamma as multigammaln, ndtr,  # noqa: F401
                                     polygamma, special, xlog1py)
 from .ops.functions_special import igamma as gammainc, igammac as gammaincc, lgamma as gammaln  # noqa: F401
 from .ops.reductions_more import logsumexp  # noqa: F401
@@ -50,6 +50,7 @@ def _polynomial(fn, doc):
     return function
 
 
+entr = _unary("entr", "Elementwise entropy term: -x log x for x > 0, 0 at 0, -inf for x < 0.")
 erfcx = _unary("erfcx", "Scaled complementary error function exp(x^2) erfc(x).")
 ndtri = _unary("ndtri", "Inverse of the standard normal CDF (the probit) on (0, 1).")
 log_ndtr = _unary("log_ndtr", "Log of the standard normal CDF, accurate far in the left tail.")

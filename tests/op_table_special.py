@@ -88,6 +88,7 @@ def _unary_samples():
     return [
         _s("erfc", [b(-3, 3, (3, 4), F32)], "f32"),  # first: tests/op_table_dtypes.py's variants start here
         _s("erfinv", [b(-0.9, 0.9, (2, 3), F64)], "f64"),
+        _s("entr", [b(0.05, 3, (3, 2), F64)], "f64"),
         _s("erfcx", [fortran(b(-2, 3, (4, 3), F32))], "noncontig"),
         _s("ndtri", [b(0.05, 0.95, (3, 2), F32)], "f32"),
         _s("log_ndtr", [b(-6, 4, (2, 3), F64)], "f64"),

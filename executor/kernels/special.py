@@ -18,7 +18,7 @@ from .base import writes_out
 
 # PyTorch's name -> scipy.special's (a callable of the float64 arrays for the odd ones)
 _SCIPY = {
-    "erfc": "erfc", "erfinv": "erfinv", "erfcx": "erfcx", "ndtri": "ndtri", "log_ndtr": "log_ndtr",
+    "entr": "entr", "erfc": "erfc", "erfinv": "erfinv", "erfcx": "erfcx", "ndtri": "ndtri", "log_ndtr": "log_ndtr",
     "lgamma": "gammaln", "digamma": "psi", "i0": "i0", "i0e": "i0e", "i1": "i1", "i1e": "i1e",
     "bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1",
     "modified_bessel_k0": "k0", "modified_bessel_k1": "k1", "scaled_modified_bessel_k0": "k0e",

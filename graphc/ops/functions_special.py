@@ -1,7 +1,7 @@
 """The special functions PyTorch has at the top and as ``Tensor`` methods (erfc, erfinv, lgamma,
 digamma, polygamma, mvlgamma, i0, igamma, igammac and their in-place ``x_``), over the
 ``special`` primitive (ir/ops/special.py; scipy is its optional extra), and the composites
-shared with ``gc.special`` (graphc/special.py): ndtr, entr, xlog1py, mvlgamma.
+shared with ``gc.special`` (graphc/special.py): ndtr, xlog1py, mvlgamma.
 """
 from __future__ import annotations
 
@@ -112,19 +112,6 @@ def ndtr(input):
     return 0.5 * erfc(as_float(input) * (-1.0 / math.sqrt(2.0)))
 
 
-def entr(input):
-    """Elementwise entropy term: -x log x for x > 0, 0 at 0, -inf for x < 0 (NaN stays NaN).
-
-    >>> import graphc as gc
-    >>> entr(gc.tensor([0.0, 1.0, -1.0])).numpy().tolist()
-    [0.0, -0.0, -inf]
-    """
-    x = as_float(input)
-    safe = apply("where", [apply("gt", [x, 0.0]), x, 1.0])
-    value = apply("neg", [apply("mul", [x, apply("log", [safe])])])
-    return apply("where", [apply("lt", [x, 0.0]), -math.inf, value])
-
-
 def _scalar_like(value, like):
     if isinstance(value, Tensor):
         return value
@@ -135,8 +122,10 @@ def _scalar_like(value, like):
 
 
 def xlog1py(input, other):
-    """``input * log1p(other)``, 0 where input is 0 unless other is NaN (ints give float32); the
-    gradients (log1p(other) and input / (1 + other)) are 0 where input is 0, as PyTorch's.
+    """``input * log1p(other)``, 0 where input is 0 unless other is NaN (ints give float32). A
+    composite, ``input * L`` with L = log1p(other) but 0 where input is 0 and other <= -1 (or
+    +inf), so that the gradients are PyTorch's: L for input (derivatives.yaml's masked log1p),
+    input / (1 + other) for other.
 
     >>> import graphc as gc
     >>> xlog1py(gc.tensor([0.0, 2.0]), gc.tensor([-1.0, 0.0])).numpy().tolist()
@@ -146,9 +135,10 @@ def xlog1py(input, other):
         raise ShapeError("xlog1py: at least one of input and other must be a tensor")
     input = _scalar_like(input, other) if not isinstance(input, Tensor) else input
     other = _scalar_like(other, input) if not isinstance(other, Tensor) else other
-    zero = apply("logical_and", [apply("eq", [input, 0]), apply("eq", [other, other])])
-    safe = apply("where", [zero, 0.0, as_float(other)])
-    return apply("mul", [input, apply("log1p", [safe])])
+    other = as_float(other)
+    off_domain = apply("logical_or", [apply("le", [other, -1.0]), apply("eq", [other, math.inf])])
+    masked = apply("logical_and", [apply("eq", [input, 0]), off_domain])
+    return apply("mul", [input, apply("where", [masked, 0.0, apply("log1p", [other])])])
 
 
 for _name in ("erfc", "erfinv", "lgamma", "digamma", "i0"):

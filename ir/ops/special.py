@@ -1,5 +1,5 @@
 """Special functions of issue #34 (``torch.special`` and friends) as ONE primitive, ``special``,
-whose ``fn`` attr names the function by PyTorch's name: the error function's relatives
+whose ``fn`` attr names the function by PyTorch's name: entr, the error function's relatives
 (erfc, erfinv, erfcx, ndtri, log_ndtr), the gamma family (lgamma, digamma, polygamma of order
 ``n``, igamma, igammac, zeta), Bessel functions (i0, i0e, i1, i1e, bessel_j0/j1/y0/y1,
 modified_bessel_k0/k1 and their scaled forms, spherical_bessel_j0, airy_ai) and the orthogonal
@@ -7,7 +7,7 @@ polynomials of PyTorch (chebyshev T/U/V/W, shifted too, hermite H/He, laguerre L
 which take ``(x, n)``. One op, not thirty: they share a shape rule (elementwise, ints give
 float32), a kernel shape (a scipy.special call, executor/kernels/special.py) and a gradient
 rule written in other ``special`` nodes, as PyTorch's derivatives.yaml writes them.
-Composites (ndtr, entr, xlog1py, mvlgamma) live in graphc/ops/functions_special.py.
+Composites (ndtr, xlog1py, mvlgamma) live in graphc/ops/functions_special.py.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_po
                "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
                "laguerre_polynomial_l", "legendre_polynomial_p")
-UNARY = ("erfc", "erfinv", "erfcx", "ndtri", "log_ndtr", "lgamma", "digamma", "polygamma", "i0", "i0e", "i1", "i1e",
+UNARY = ("entr", "erfc", "erfinv", "erfcx", "ndtri", "log_ndtr", "lgamma", "digamma", "polygamma", "i0", "i0e", "i1", "i1e",
          "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
          "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai")
 BINARY = ("igamma", "igammac", "zeta") + POLYNOMIALS
@@ -78,6 +78,7 @@ def _tiny_safe(b, x, grad_of_safe, at_zero):
 
 # d fn / dx as PyTorch's derivatives.yaml: (builder, x, y = fn(x), n) -> derivative
 _DERIVATIVE = {
+    "entr": lambda b, x, y, n: b.emit1("neg", [b.emit1("add", [b.emit1("log", [x]), _c(b, 1.0, x)])]),
     "erfc": lambda b, x, y, n: _mul(b, b.emit1("exp", [b.emit1("neg", [_mul(b, x, x)])]),
                                     _c(b, -2.0 / math.sqrt(math.pi), x)),
     "erfinv": lambda b, x, y, n: _mul(b, b.emit1("exp", [_mul(b, y, y)]), _c(b, 0.5 * math.sqrt(math.pi), y)),
