@@ -89,7 +89,7 @@ def zeta(input, other):
     """Hurwitz zeta function, sum over k >= 0 of (k + other)^-input (Riemann's at other = 1).
 
     >>> import graphc as gc
-    >>> round(gc.special.zeta(gc.tensor([2.0]), 1.0).item(), 5)
-    1.64493
+    >>> abs(gc.special.zeta(gc.tensor([2.0]), 1.0).item() - 1.644934) < 1e-6  # pi^2 / 6
+    True
     """
     return special("zeta", input, other)

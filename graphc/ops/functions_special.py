@@ -89,7 +89,7 @@ def mvlgamma(input, p):
 
     >>> import graphc as gc
     >>> round(gc.mvlgamma(gc.tensor([2.5]), 2).item(), 5)
-    1.48037
+    0.85705
     """
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
         raise GraphcError(f"mvlgamma: p must be an int >= 1 (as PyTorch), got {p!r}")
