@@ -49,11 +49,11 @@ def _function(xp, fn, n):
         return lambda x: sign * math.exp(math.lgamma(n + 1.0)) * _zeta(xp, library, n + 1.0, x)
     if fn == "zeta":
         return lambda x, q: _zeta(xp, library, x, q)
-    if fn == "airy_ai":
-        return lambda x: library.airy(x)[0]
-    name = _SCIPY[fn]
+    name = "airy" if fn == "airy_ai" else _SCIPY[fn]
     if not hasattr(library, name):
         raise GraphcError(f"special function {fn}: {library.__name__} has no {name} on this backend")
+    if fn == "airy_ai":
+        return lambda x: library.airy(x)[0]
     return getattr(library, name)
 
 
