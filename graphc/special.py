@@ -18,7 +18,8 @@ from .ops.functions import log1p, round_ as round, sigmoid as expit  # noqa: A00
 from .ops.functions_math import exp2, expm1, xlogy  # noqa: F401
 from .ops.functions_nn import erf, log_softmax, softmax  # noqa: F401
 from .ops.functions_special import (digamma, erfc, erfinv, i0, mvlgamma as multigammaln, ndtr,  # noqa: F401
-                                    polygamma, special, xlog1py)
+                                    polygamma, xlog1py)
+from .ops.functions_special import special as _special
 from .ops.functions_special import igamma as gammainc, igammac as gammaincc, lgamma as gammaln  # noqa: F401
 from .ops.reductions_more import logsumexp  # noqa: F401
 from .ops.surface import TOP_LEVEL
@@ -36,7 +37,7 @@ def __getattr__(name):
 
 def _unary(fn, doc):
     def function(input):
-        return special(fn, input)
+        return _special(fn, input)
     function.__name__ = function.__qualname__ = fn
     function.__doc__ = doc
     return function
@@ -44,7 +45,7 @@ def _unary(fn, doc):
 
 def _polynomial(fn, doc):
     def function(input, n):
-        return special(fn, input, n)
+        return _special(fn, input, n)
     function.__name__ = function.__qualname__ = fn
     function.__doc__ = doc + " of degree n (non-integer n truncated toward 0; 0 for n < 0), as PyTorch's."
     return function
@@ -92,4 +93,4 @@ def zeta(input, other):
     >>> abs(gc.special.zeta(gc.tensor([2.0]), 1.0).item() - 1.644934) < 1e-6  # pi^2 / 6
     True
     """
-    return special("zeta", input, other)
+    return _special("zeta", input, other)
