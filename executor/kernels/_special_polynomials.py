@@ -29,16 +29,22 @@ _RECURRENCES = {  # fn -> (P_1(x), P_m(x, m, P_{m-2}, P_{m-1}))
 }
 
 
-def _recurrence(xp, fn, x, n):
+def _recurrence(xp, fn, x, n, needed=None):
+    """P_n(x) by the recurrence, stepping up to the largest n among the ``needed`` elements (the
+    others take a closed form); once every element still stepping is NaN (float overflow gives
+    inf, then inf - inf), the remaining steps would change nothing and are skipped."""
     first, step = _RECURRENCES[fn]
     one = xp.ones_like(x)
     q = first(x).astype(x.dtype, copy=False)
     out = xp.where(n == 1, q, one)
     p = one
-    top = int(n.max()) if n.size else 0
+    active = n if needed is None else xp.where(needed, n, 0)
+    top = int(active.max()) if n.size else 0
     for m in range(2, top + 1):
         p, q = q, step(x, m, p, q).astype(x.dtype, copy=False)
         out = xp.where(n == m, q, out)
+        if m % 64 == 0 and bool(xp.all((xp.isnan(p) & xp.isnan(q)) | (active <= m))):
+            return xp.where(active > m, xp.nan, out).astype(x.dtype, copy=False)
     return out
 
 
@@ -87,9 +93,10 @@ def _chebyshev_family(xp, fn, x, n):
     tests are y == 1 and y == -1)."""
     shifted = fn.startswith("shifted_")
     y = (x + x - 1).astype(x.dtype, copy=False) if shifted else x
-    out = _recurrence(xp, fn[len("shifted_"):] if shifted else fn, y, n)
-    out = xp.where((n > _TRIG_FROM[fn]) & (xp.abs(y) < 1), _chebyshev_inside(xp, fn, y, n), out)
-    return xp.where(xp.abs(y) == 1, _chebyshev_ends(xp, fn, n, y), out)
+    inside, ends = (n > _TRIG_FROM[fn]) & (xp.abs(y) < 1), xp.abs(y) == 1
+    out = _recurrence(xp, fn[len("shifted_"):] if shifted else fn, y, n, ~(inside | ends))
+    out = xp.where(inside, _chebyshev_inside(xp, fn, y, n), out)
+    return xp.where(ends, _chebyshev_ends(xp, fn, n, y), out)
 
 
 def polynomial(xp, fn):
@@ -100,7 +107,8 @@ def polynomial(xp, fn):
             if "chebyshev" in fn:
                 out = _chebyshev_family(xp, fn, x, n)
             else:
-                out = _recurrence(xp, fn, x, n)
+                out = _recurrence(xp, fn, x, n, x != 0 if "laguerre" in fn else
+                                  xp.abs(x) != 1 if "legendre" in fn else None)
                 if fn == "laguerre_polynomial_l":
                     out = xp.where(x == 0, xp.ones_like(x), out)
                 elif fn == "legendre_polynomial_p":
