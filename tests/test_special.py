@@ -221,3 +221,25 @@ def test_in_place_methods():
     x = gc.tensor([0.5, 1.5])
     assert x.lgamma_() is x
     np.testing.assert_allclose(x.numpy(), [math.lgamma(0.5), math.lgamma(1.5)], rtol=1e-6)
+
+
+def test_huge_degrees_take_the_closed_forms_or_stop_at_nan():
+    """Inside the interval PyTorch's trigonometric forms cover a huge n; outside, float overflow
+    makes the recurrence NaN, after which graphc stops stepping (PyTorch keeps going, to NaN)."""
+    x = np.array([0.3, 3.0, -2.5, 1.0001, math.inf], np.float32)
+    for n in (300.0, 5000.0):
+        got = gc.special.chebyshev_polynomial_u(gc.tensor(x), gc.tensor(np.full_like(x, n))).numpy()
+        want = torch.special.chebyshev_polynomial_u(torch.from_numpy(x), torch.full((5,), n))
+        assert_matches(got, want, np.float32, (1e-3, 1e-5))
+    huge = gc.special.chebyshev_polynomial_t(gc.tensor(x), gc.tensor(np.full_like(x, 1e9))).numpy()
+    assert np.isfinite(huge[0]) and np.isnan(huge[1:]).all()
+
+
+def test_plan_file_round_trip(tmp_path):
+    def fn(x):
+        return gc.special.zeta(x + 1.0, 2.0) + gc.special.legendre_polynomial_p(x, 3) + gc.special.i1e(x)
+    x = _RNG.uniform(0.5, 2, (2, 3)).astype(np.float32)
+    gc.export(fn, (x,), str(tmp_path / "special.gcplan"))
+    plan = gc.load(str(tmp_path / "special.gcplan"))
+    bigger = _RNG.uniform(0.5, 2, (4, 3)).astype(np.float32)
+    np.testing.assert_allclose(plan.run([bigger])[0], fn(gc.tensor(bigger)).numpy(), rtol=1e-6)
