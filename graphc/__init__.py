@@ -29,6 +29,7 @@ from .ops import functions as _functions, surface as _surface  # noqa: E402
 from .ops import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
 from .ops import functions_conv as _functions_conv  # noqa: E402,F401  (F.conv_transpose2d, F.fold, ...)
 from .ops import functions_math as _functions_math  # noqa: E402,F401  (gc.tan, gc.atan2, Tensor.fmod_, ...)
+from .ops import functions_special as _functions_special  # noqa: E402,F401  (gc.lgamma, Tensor.erfinv, ...)
 from .core import inplace as _inplace  # noqa: E402,F401
 from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F401
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
@@ -53,6 +54,7 @@ from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
+from . import special  # noqa: E402  (torch.special: gc.special.erfcx, gc.special.zeta, ...)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
@@ -64,7 +66,7 @@ __all__ = sorted({
     "debug",
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
     "inference_mode", "int64", "is_grad_enabled", "jit", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
-    "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
+    "optim", "special", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
     *_surface.TOP_LEVEL, *_TOP_FROM_F})
 
 # PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types
