@@ -40,7 +40,8 @@ from .ops.random_more import normal, randint, randint_like  # noqa: E402,F401
 from .ops.segment_ops import segment_reduce  # noqa: E402,F401
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
-globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
+from .core.out_arg import with_out as _with_out  # noqa: E402
+globals().update({_name: _with_out(_fn) for _name, _fn in _surface.TOP_LEVEL.items()})  # gc.relu, gc.clamp, ...: out= too
 from . import nn  # noqa: E402
 # torch.selu, torch.max_pool1d, ...: the F functions PyTorch also has at the top with the same signature
 _TOP_FROM_F = ("selu", "celu", "prelu", "threshold", "max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d",

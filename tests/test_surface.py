@@ -17,12 +17,25 @@ def test_declared_methods_are_the_declared_functions(name):
 
 @pytest.mark.parametrize("name", sorted(surface.TOP_LEVEL))
 def test_declared_top_level_functions(name):
-    assert getattr(gc, name) is surface.TOP_LEVEL[name] and name in gc.__all__
+    fn = getattr(gc, name)  # the declared function, or it under the out= wrapper (graphc/core/out_arg.py)
+    assert getattr(fn, "__wrapped__", fn) is surface.TOP_LEVEL[name] and name in gc.__all__
 
 
 @pytest.mark.parametrize("name", sorted(surface.FUNCTIONAL))
 def test_declared_functional_forms(name):
     assert getattr(F, name) is surface.FUNCTIONAL[name]
+
+
+def test_out_argument_of_top_level_functions():
+    a, out = gc.tensor([[1.0, -2.0]]), gc.zeros(1, 2)
+    assert gc.abs(a, out=out) is out and out.numpy().tolist() == [[1.0, 2.0]]
+    resized = gc.zeros(5)
+    gc.mul(a, 2.0, out=resized)  # another shape: resized, as PyTorch does
+    assert resized.shape == (1, 2) and resized.numpy().tolist() == [[2.0, -4.0]]
+    with pytest.raises(gc.GraphcError, match="can't be cast"):
+        gc.exp(a, out=gc.zeros(1, 2, dtype=gc.int64))
+    plan = gc.compile(lambda x: gc.sub(x, 1.0, out=gc.zeros_like(x)), (np.ones((3, 2), np.float32),))
+    np.testing.assert_array_equal(plan(np.ones((4, 2), np.float32)), np.zeros((4, 2), np.float32))
 
 
 def test_pytorch_names_that_real_models_use():
