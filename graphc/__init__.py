@@ -33,6 +33,10 @@ from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F4
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
+from .ops import shaping_views as _shaping_views  # noqa: E402,F401  (select, unflatten, Tensor.unfold, *_copy, ...)
+from .ops import shaping_splits as _shaping_splits  # noqa: E402,F401  (tensor_split, hstack, meshgrid, kron, ...)
+from .ops import shaping_scatter as _shaping_scatter  # noqa: E402,F401  (select_scatter, as_strided_copy, rot90, ...)
+from .ops import creation_more as _creation_more  # noqa: E402,F401  (fill, full_like, empty_like, scalar_tensor, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
@@ -49,6 +53,7 @@ from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
+from . import signal  # noqa: E402  (torch.signal.windows: hann, kaiser, ...)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
