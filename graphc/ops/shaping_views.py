@@ -267,14 +267,17 @@ def adjoint(input):
 
 
 def _h(input):
-    """The conjugate transpose of a matrix (graphc's tensors are real: ``t()``); 0-d and 1-d as they are."""
-    if input.ndim > 2:
-        raise ShapeError(f"tensor.H is only supported on matrices (2-D tensors), got {input.ndim}-D")
+    """The conjugate transpose of a matrix (graphc's tensors are real: ``t()``); a 0-d tensor as it is."""
+    if input.ndim not in (0, 2):
+        raise ShapeError(f"tensor.H is only supported on matrices (2-D tensors). Got {input.ndim}-D tensor.")
     return input.t()
 
 
 def _mh(input):
     """The conjugate transpose of the last two dims (``mT`` of a real tensor)."""
+    if input.ndim < 2:
+        raise ShapeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {input.ndim}-D "
+                         "tensor.")
     return adjoint(input)
 
 
