@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.dispatch import apply
 from ..core.tensor import Tensor
 from ..ir.errors import GraphcError, ShapeError, TraceError
 from ..ir.types import is_static
