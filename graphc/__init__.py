@@ -38,6 +38,10 @@ from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 from .ops import random_more as _random_more  # noqa: E402,F401  (bernoulli, multinomial, Tensor.exponential_, ...)
 from .ops.random_more import normal, randint, randint_like  # noqa: E402,F401
 from .ops.segment_ops import segment_reduce  # noqa: E402,F401
+from .ops import shaping_views as _shaping_views  # noqa: E402,F401  (select, unflatten, Tensor.unfold, *_copy, ...)
+from .ops import shaping_splits as _shaping_splits  # noqa: E402,F401  (tensor_split, hstack, meshgrid, kron, ...)
+from .ops import shaping_scatter as _shaping_scatter  # noqa: E402,F401  (select_scatter, as_strided_copy, rot90, ...)
+from .ops import creation_more as _creation_more  # noqa: E402,F401  (fill, full_like, empty_like, scalar_tensor, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 from .core.out_arg import with_out as _with_out  # noqa: E402
@@ -56,6 +60,7 @@ from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
 from . import special  # noqa: E402  (torch.special: gc.special.erfcx, gc.special.zeta, ...)
+from . import signal  # noqa: E402  (torch.signal.windows: hann, kaiser, ...)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
