@@ -34,7 +34,7 @@ from .core import inplace as _inplace  # noqa: E402,F401
 from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F401
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
-from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
+from .ops.shaping_more import broadcast_shapes, eye, linspace, logspace  # noqa: E402,F401
 from .ops import random_more as _random_more  # noqa: E402,F401  (bernoulli, multinomial, Tensor.exponential_, ...)
 from .ops.random_more import normal, randint, randint_like  # noqa: E402,F401
 from .ops.segment_ops import segment_reduce  # noqa: E402,F401

@@ -177,9 +177,10 @@ def to_gc(obj, leaves=None, grad=True):
 
 
 def flatten_out(obj, out=None):
-    """Leaves of an output structure (tensors, numbers, None...), in order."""
+    """Leaves of an output structure (tensors, numbers, None...), in order (a ``torch.Size`` is
+    its ints: graphc returns shapes as tuples)."""
     out = [] if out is None else out
-    if isinstance(obj, (tuple, list)) and not isinstance(obj, torch.Size):
+    if isinstance(obj, (tuple, list)):
         for o in obj:
             flatten_out(o, out)
     elif isinstance(obj, dict):
@@ -261,7 +262,7 @@ def _is_skip(dec):
 
 def torch_xfails(op) -> bool:
     """PyTorch skips/xfails one of its own value-consistency tests for float32 on CPU."""
-    for d in op.skips + tuple(op.decorators):
+    for d in tuple(op.skips) + tuple(op.decorators):  # skips is a list on some entries (meshgrid)
         if not isinstance(d, DecorateInfo):
             continue
         if d.test_name not in TORCH_VALUE_TESTS or d.device_type not in (None, "cpu"):

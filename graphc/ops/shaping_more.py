@@ -234,3 +234,18 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
         return apply("pow", [float(base), exponents]).cast(DType.from_any(np.dtype(_dtype(dtype))))
     values = np.power(float(base), _linspace(float(start), float(end), int(steps)))
     return _place(values.astype(_dtype(dtype)), device, requires_grad)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that tensors of these shapes broadcast to (ints count as 1-D shapes), as
+    ``torch.broadcast_shapes``; shapes that do not broadcast are a ``ShapeError``.
+
+    >>> import graphc as gc
+    >>> gc.broadcast_shapes((2, 1), (3,), 1)
+    (2, 3)
+    """
+    sizes = [(s,) if isinstance(s, int) else tuple(int(d) for d in s) for s in shapes]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*sizes))
+    except ValueError:
+        raise ShapeError(f"broadcast_shapes: shapes {sizes} do not broadcast") from None
