@@ -40,7 +40,7 @@ def randint(*args, size=None, dtype=None, device=None, requires_grad=False, gene
 
     >>> import graphc as gc
     >>> x = gc.randint(3, 7, (100,))
-    >>> x.dtype, bool(((x >= 3) & (x < 7)).all())
+    >>> x.dtype, bool(gc.logical_and(x >= 3, x < 7).all())
     (<DType.int64: 'i64'>, True)
     """
     if size is None:
