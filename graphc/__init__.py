@@ -49,6 +49,7 @@ from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
+from . import linalg  # noqa: E402  (torch.linalg on numpy's LAPACK)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)

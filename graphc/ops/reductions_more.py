@@ -305,6 +305,12 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input if dtype is None else input.cast(_dtype_name(dtype))
     if not x.dtype.is_float:
         raise ShapeError(f"norm needs a floating-point input, got {x.dtype.name}")
+    if p == "nuc" or p == 0 or not isinstance(p, str) and p not in (2, 1, math.inf, -math.inf):
+        from .linalg_more import matrix_norm, vector_norm  # (linalg_more builds on this module)
+
+        if p == "nuc":  # the nuclear norm of the matrices in dims (the last two when None)
+            return matrix_norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim)
+        return vector_norm(x, p, dim, keepdim)  # its gradient at zero is PyTorch's subgradient
     dims = _dims(dim)
     if p in ("fro", 2, 2.0):
         return _sqrt(apply("sum", [x * x], {"dims": dims, "keepdim": keepdim}))
