@@ -8,6 +8,8 @@ singular or non-positive-definite input raises GraphcError where PyTorch raises.
 """
 from __future__ import annotations
 
+import math
+
 from ...ir.errors import GraphcError
 from ._linalg_algos import lu_factor, matrix_exp, triangular_solve
 
@@ -125,7 +127,7 @@ def _geqrf(xp, spec):
     def run(a):
         host = np.asarray(a.get() if hasattr(a, "get") else a)
         m, n = host.shape[-2:]
-        flat = host.reshape((-1, m, n))
+        flat = host.reshape((math.prod(host.shape[:-2]), m, n))
         qr = np.empty_like(flat)
         tau = np.empty((flat.shape[0], min(m, n)), host.dtype)
         for i, mat in enumerate(flat):

@@ -152,7 +152,7 @@ def householder_product(A, tau, *, out=None):
     [[1.0, 0.0], [0.0, 1.0]]
     """
     m, n = core.matrix_dims(A, "linalg.householder_product")
-    k = tau.shape[-1]
+    k = core.static_last(tau, "linalg.householder_product")
     if not (k <= n <= m):
         raise ShapeError(f"linalg.householder_product: need tau.shape[-1] <= A.shape[-1] <= A.shape[-2], got {k}, {n}, {m}")
     return apply_reflectors(A, tau, _eye_cols(A, m, n), left=True, transpose=False)

@@ -37,6 +37,17 @@ def matrix_dims(A, op, square=False):
     return m, n
 
 
+def static_last(t, op):
+    """The size of ``t``'s last dim, pinned when a trace has it symbolic (as :func:`matrix_dims`)."""
+    if t.ndim == 0:
+        raise ShapeError(f"{op}: expected a tensor with at least one dim, got a 0-d tensor")
+    size = t.shape[-1]
+    if isinstance(size, SymInt) and not isinstance(t.dims[-1], int):
+        int(size)  # pins the symbol
+        raise ShapeError(f"{op}: the last dim {t.dims[-1]} is symbolic; a LAPACK call needs it static")
+    return int.__int__(size) if isinstance(size, SymInt) else int(size)
+
+
 def refuse_int32(op, what):
     raise GraphcError(f"{op} returns {what} as int32 (LAPACK's), a dtype graphc does not have; use "
                       f"{op.replace('_ex', '')} (it raises on failure) instead")
