@@ -99,33 +99,60 @@ def cholesky(input, upper=False):
     return core.cholesky(input, upper=upper)
 
 
+def _factor_differential(factor, upper):
+    """dA for A = L L^T (lower) or U^T U (upper) in terms of the full ``factor``: PyTorch's
+    cholesky_inverse/cholesky_solve backward treat it as dense, though LAPACK reads one triangle."""
+    f0 = factor.detach()
+    if upper:
+        return lambda: factor.mT @ f0 + f0.mT @ factor
+    return lambda: factor @ f0.mT + f0 @ factor.mT
+
+
+def _with_dense_gradient(value, linear):
+    """``value``, with the derivative of ``linear`` (linear in the live input; zero in value)."""
+    return value + (linear - linear.detach())
+
+
 @torchsymbol(**_METHOD_AND_TOP)
 def cholesky_inverse(input, upper=False):
-    """A^-1 from A's Cholesky factor ``input`` (lower L: A = L L^T; ``upper``: A = U^T U).
+    """A^-1 from A's Cholesky factor ``input`` (lower L: A = L L^T; ``upper``: A = U^T U),
+    reading its triangle; the gradient is PyTorch's (dense in ``input``).
 
     >>> import graphc as gc
     >>> gc.tensor([[2.0]]).cholesky_inverse().item()
     0.25
     """
-    low = input.mT if upper else input
-    n, _ = core.matrix_dims(low, "cholesky_inverse", square=True)
+    n, _ = core.matrix_dims(input, "cholesky_inverse", square=True)
     from .shaping_more import eye
 
-    low_inv = core.solve_triangular(low, input * 0 + eye(n, dtype=input.dtype), upper=False)
-    return low_inv.mT @ low_inv
+    f0 = input.detach()
+    low = f0.mT if upper else f0
+    low_inv = core.solve_triangular(low, f0 * 0 + eye(n, dtype=input.dtype), upper=False)
+    inverse = low_inv.mT @ low_inv
+    if not input.requires_grad and not input.is_symbolic:
+        return inverse
+    return _with_dense_gradient(inverse, -(inverse @ _factor_differential(input, upper)() @ inverse))
 
 
 @torchsymbol(**_METHOD_AND_TOP)
 def cholesky_solve(input, input2, upper=False):
-    """X with A X = ``input`` for A given by its Cholesky factor ``input2``.
+    """X with A X = ``input`` for A given by its Cholesky factor ``input2`` (its triangle is
+    read; the gradient to it is PyTorch's, dense).
 
     >>> import graphc as gc
     >>> gc.tensor([[8.0]]).cholesky_solve(gc.tensor([[2.0]])).item()
     2.0
     """
-    low = input2.mT if upper else input2
-    y = core.solve_triangular(low, input, upper=False)
-    return core.solve_triangular(low.mT, y, upper=True)
+    f0 = input2.detach()
+    low = f0.mT if upper else f0
+
+    def solve(rhs):
+        return core.solve_triangular(low.mT, core.solve_triangular(low, rhs, upper=False), upper=True)
+
+    x = solve(input)
+    if not input2.requires_grad and not input2.is_symbolic:
+        return x
+    return _with_dense_gradient(x, -solve(_factor_differential(input2, upper)() @ x.detach()))
 
 
 @torchsymbol(**_METHOD_AND_TOP)

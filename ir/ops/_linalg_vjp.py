@@ -48,8 +48,14 @@ def vjp_solve_triangular(b, node, cts, needs):
     if needs[0]:
         full = neg(b, mm(b, gb, mT(b, x)))
         shift = (1 if upper else -1) if unit else 0
-        ga = triu(b, full, shift) if upper else tril(b, full, shift)
-    return [ga, gb if needs[1] else None]
+        ga = _as(b, triu(b, full, shift) if upper else tril(b, full, shift), a)
+    return [ga, _as(b, gb, node.inputs[1]) if needs[1] else None]
+
+
+def _as(b, grad, like):
+    """The cotangent in its input's dtype (the op promotes f32 with f64)."""
+    want = like.type.dtype
+    return grad if grad.type.dtype is want else b.emit1("cast", [grad], {"dtype": want.name})
 
 
 def vjp_cholesky(b, node, cts, needs):
@@ -121,8 +127,8 @@ def vjp_qr(b, node, cts, needs):
     wide: Q tril(-M + M^T) R1^-T padded with zero columns, plus Q gR."""
     q, r = node.outputs
     gq, gr = cts
-    m, n = q.type.shape[-2], r.type.shape[-1]
     mode = node.attrs["mode"]
+    m, n = r.type.shape[-2] if mode == "r" else q.type.shape[-2], r.type.shape[-1]
     if mode == "r" or (mode == "complete" and m > n):
         raise GraphcError(f"linalg.qr: no derivative with mode={mode!r} (as PyTorch): Q is "
                           + ("not computed" if mode == "r" else "not determined by A for a tall A"))

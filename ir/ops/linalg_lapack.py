@@ -46,9 +46,12 @@ def _slogdet(in_types, attrs):
     return [TensorType(batch, in_types[0].dtype)] * 2
 
 
-def _solve(op):
+def _solve(op, promotes=False):
+    """linalg.solve takes one dtype; solve_triangular computes in A's (B is cast), as PyTorch."""
     def rule(in_types, attrs):
         a, rhs = in_types
+        if promotes and a.dtype.is_float:
+            rhs = rhs.with_dtype(a.dtype)
         batch, n, _ = _matrix(a, op, square=True)
         rb, rm, k = _matrix(rhs, op)
         if a.dtype is not rhs.dtype:
@@ -104,7 +107,8 @@ register(OpDef("linalg_slogdet", _slogdet, vjp=V.vjp_slogdet, differentiable_out
                doc="(sign, log|det|) (LAPACK getrf)"))
 register(OpDef("linalg_solve", _solve("linalg.solve"), inputs=(2, 2), vjp=V.vjp_solve,
                doc="A^-1 B for square A (..., n, n) and B (..., n, k), batch dims broadcast"))
-register(OpDef("linalg_solve_triangular", _solve("linalg.solve_triangular"), inputs=(2, 2),
+register(OpDef("linalg_solve_triangular", _solve("linalg.solve_triangular", promotes=True), inputs=(2, 2),
+               promotes_inputs=True,
                attrs={"upper": Attr("bool"), "unitriangular": _BOOL}, vjp=V.vjp_solve_triangular,
                doc="A^-1 B reading only A's upper/lower triangle (unit diagonal if unitriangular)"))
 register(OpDef("linalg_cholesky", _same("linalg.cholesky"), attrs={"upper": _BOOL}, vjp=V.vjp_cholesky,
