@@ -124,6 +124,7 @@ def cross(input, other, *, dim=-1, out=None):
     >>> gc.linalg.cross(gc.tensor([1.0, 0.0, 0.0]), gc.tensor([0.0, 1.0, 0.0])).numpy().tolist()
     [0.0, 0.0, 1.0]
     """
+    _pin_mismatched(input, other, "linalg.cross")
     a, b = (input * 1) + other * 0, (other * 1) + input * 0  # broadcast both to one shape
     axis = dim % a.ndim
     if a.shape[axis] != 3:
@@ -133,6 +134,15 @@ def cross(input, other, *, dim=-1, out=None):
     return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis)
 
 
+def _pin_mismatched(x, y, op):
+    """A traced symbolic dim that meets another size in broadcasting (x [N, 3] against y [5, 3],
+    an example of batch 1) is pinned, and the trace starts again with it fixed."""
+    for dx, dy, sx, sy in zip(reversed(x.dims), reversed(y.dims), reversed(x.shape), reversed(y.shape)):
+        if dx != dy and 1 not in (dx, dy) and not (isinstance(dx, int) and isinstance(dy, int)):
+            int(sx), int(sy)  # pins the symbols (SymInt.__int__)
+            raise ShapeError(f"{op}: dims {dx} and {dy} broadcast only at fixed sizes")
+
+
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """The diagonal of the (``dim1``, ``dim2``) matrices as the last dim.
 
@@ -140,6 +150,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     >>> gc.linalg.diagonal(gc.tensor([[1.0, 2.0], [3.0, 4.0]])).numpy().tolist()
     [1.0, 4.0]
     """
+    core.static_dims(A, (dim1 % A.ndim, dim2 % A.ndim), "linalg.diagonal")  # (pins a traced batch dim)
     return _diagonal(A, offset, dim1, dim2)
 
 

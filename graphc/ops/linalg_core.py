@@ -24,28 +24,31 @@ def matrix_dims(A, op, square=False):
     (graphc/tracing.py PinnedDims), since LAPACK's shapes are static."""
     if A.ndim < 2:
         raise ShapeError(f"{op}: expected a tensor with 2 or more dims (a batch of matrices), got shape {tuple(A.shape)}")
-    sizes = A.shape[-2:]
-    if any(isinstance(s, SymInt) for s in sizes) and not all(isinstance(d, int) for d in A.dims[-2:]):
-        for s in sizes:
-            int(s)  # pins the symbol (SymInt.__int__)
-        raise ShapeError(f"{op}: the matrix dims {A.dims[-2:]} are symbolic; a LAPACK call needs them static")
-    m, n = (int.__int__(s) if isinstance(s, SymInt) else int(s) for s in sizes)
-    if not A.dtype.is_float:
-        raise ShapeError(f"{op}: expected a floating-point tensor (as PyTorch), got {A.dtype.name}")
+    m, n = static_dims(A, (-2, -1), op)
+    if A.dtype.name not in ("float32", "float64"):  # (PyTorch refuses integers and half precision)
+        raise ShapeError(f"{op}: expected a float32 or float64 tensor (as PyTorch), got {A.dtype.name}")
     if square and m != n:
         raise ShapeError(f"{op}: A must be batches of square matrices, but they are {m} by {n} matrices")
     return m, n
 
 
+def static_dims(t, axes, op):
+    """The sizes of ``t``'s dims ``axes``. A traced symbolic one (the batch symbol on a 2-D
+    input) is pinned to its example size and the trace starts again with it fixed
+    (graphc/tracing.py PinnedDims): LAPACK's shapes are static."""
+    sizes = [t.shape[a] for a in axes]
+    if any(not isinstance(t.dims[a], int) for a in axes):
+        for s in sizes:
+            int(s)  # pins the symbol (SymInt.__int__)
+        raise ShapeError(f"{op}: dims {[t.dims[a] for a in axes]} are symbolic; {op} needs them static")
+    return [int.__int__(s) if isinstance(s, SymInt) else int(s) for s in sizes]
+
+
 def static_last(t, op):
-    """The size of ``t``'s last dim, pinned when a trace has it symbolic (as :func:`matrix_dims`)."""
+    """The size of ``t``'s last dim (pinned when symbolic, as :func:`static_dims`)."""
     if t.ndim == 0:
         raise ShapeError(f"{op}: expected a tensor with at least one dim, got a 0-d tensor")
-    size = t.shape[-1]
-    if isinstance(size, SymInt) and not isinstance(t.dims[-1], int):
-        int(size)  # pins the symbol
-        raise ShapeError(f"{op}: the last dim {t.dims[-1]} is symbolic; a LAPACK call needs it static")
-    return int.__int__(size) if isinstance(size, SymInt) else int(size)
+    return static_dims(t, (-1,), op)[0]
 
 
 def refuse_int32(op, what):

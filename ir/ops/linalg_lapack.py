@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..registry import Attr, OpDef, register
-from ..types import TensorType
+from ..types import DType, TensorType
 from . import _linalg_vjp as V
 from ._shapes import broadcast, fmt_shape
 
 
 def _matrix(t, op, square=False):
-    if not t.dtype.is_float:
-        raise ShapeError(f"{op}: expected a floating-point tensor (as PyTorch), got {t.dtype.name}")
+    if t.dtype not in (DType.float32, DType.float64):  # (PyTorch refuses integers and half precision)
+        raise ShapeError(f"{op}: expected a float32 or float64 tensor (as PyTorch), got {t.dtype.name}")
     if t.rank < 2:
         raise ShapeError(f"{op}: expected a tensor of rank >= 2 (a batch of matrices), got {t}")
     m, n = t.shape[-2:]
