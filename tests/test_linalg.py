@@ -271,3 +271,14 @@ def test_qr_r_mode_has_no_gradient():
     a = gc.tensor(rand(3, 3), requires_grad=True)
     with pytest.raises(gc.GraphcError, match="mode='r'"):
         gc.linalg.qr(a, "r").R.sum().backward()
+
+
+def test_out_writes_into_given_tensors():
+    out = gc.zeros(2, 2)
+    assert gc.linalg.inv(gc.eye(2) * 2, out=out) is out
+    np.testing.assert_allclose(out.numpy(), np.eye(2) / 2)
+    sign, logabs = gc.zeros(()), gc.zeros(())
+    result = gc.linalg.slogdet(gc.eye(2) * 3, out=(sign, logabs))
+    assert result.sign is sign and abs(logabs.item() - 2 * np.log(3)) < 1e-6
+    with pytest.raises(gc.GraphcError, match="does not resize"):
+        gc.linalg.inv(gc.eye(2), out=gc.zeros(3, 3))

@@ -6,11 +6,13 @@ import math
 
 from ..ir.errors import ShapeError
 from . import linalg_core as core
+from .linalg_core import takes_out
 from .creation import cat, stack
 from .shaping_more import diagonal as _diagonal
 
 
-def matrix_power(A, n, *, out=None):
+@takes_out
+def matrix_power(A, n):
     """A^n for an integer n (negative: of the inverse), by repeated squaring.
 
     >>> import graphc as gc
@@ -34,7 +36,8 @@ def matrix_power(A, n, *, out=None):
     return result
 
 
-def multi_dot(tensors, *, out=None):
+@takes_out
+def multi_dot(tensors):
     """The product of a chain of matrices (the first may be a vector, the last too).
 
     >>> import graphc as gc
@@ -59,7 +62,8 @@ def multi_dot(tensors, *, out=None):
     return out
 
 
-def tensorinv(A, ind=2, *, out=None):
+@takes_out
+def tensorinv(A, ind=2):
     """The inverse in the sense of ``tensordot(tensorinv(A), A, ind)`` being the identity.
 
     >>> import graphc as gc
@@ -73,7 +77,8 @@ def tensorinv(A, ind=2, *, out=None):
     return core.inv(A.reshape(rows, cols)).reshape(*right, *left)
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+@takes_out
+def tensorsolve(A, B, dims=None):
     """X with ``tensordot(A, X, X.ndim) == B``.
 
     >>> import graphc as gc
@@ -107,7 +112,8 @@ def vander(x, *, N=None):
     return stack(cols, -1)
 
 
-def vecdot(x, y, *, dim=-1, out=None):
+@takes_out
+def vecdot(x, y, *, dim=-1):
     """The dot product of vectors along ``dim`` (broadcasting).
 
     >>> import graphc as gc
@@ -117,7 +123,8 @@ def vecdot(x, y, *, dim=-1, out=None):
     return (x * y).sum(dim)
 
 
-def cross(input, other, *, dim=-1, out=None):
+@takes_out
+def cross(input, other, *, dim=-1):
     """The 3-vector cross product along ``dim`` (broadcasting).
 
     >>> import graphc as gc
@@ -154,7 +161,8 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return _diagonal(A, offset, dim1, dim2)
 
 
-def householder_product(A, tau, *, out=None):
+@takes_out
+def householder_product(A, tau):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i the i-th column
     of A below the diagonal and a 1 on it (LAPACK's orgqr), as products of ordinary ops.
 

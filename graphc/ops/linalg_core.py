@@ -6,6 +6,7 @@ PyTorch's (``torch.return_types``); ``*_ex`` variants and ``lu_factor`` return L
 from __future__ import annotations
 
 import collections
+import functools
 
 from ..core.dispatch import apply
 from ..core.symint import SymInt
@@ -16,6 +17,29 @@ QRResult = collections.namedtuple("qr", "Q R")
 SVDResult = collections.namedtuple("svd", "U S Vh")
 EighResult = collections.namedtuple("eigh", "eigenvalues eigenvectors")
 LUResult = collections.namedtuple("lu", "P L U")
+
+
+def takes_out(fn):
+    """PyTorch's ``out=``: the result is copied into the given tensor(s) (same shape and
+    dtype; graphc does not resize them), which are returned."""
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if out is None else _write_out(result, out, fn.__name__)
+    return wrapper
+
+
+def _write_out(result, out, op):
+    results = result if isinstance(result, tuple) else (result,)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(results):
+        raise GraphcError(f"linalg.{op}: out= needs {len(results)} tensors, got {len(outs)}")
+    for r, o in zip(results, outs):
+        if tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype:
+            raise GraphcError(f"linalg.{op}: out= is {o.dtype.name}{list(o.shape)} but the result is "
+                              f"{r.dtype.name}{list(r.shape)} (graphc does not resize out=)")
+        o.copy_(r)
+    return type(result)(*outs) if isinstance(result, tuple) else outs[0]
 
 
 def matrix_dims(A, op, square=False):
@@ -56,7 +80,8 @@ def refuse_int32(op, what):
                       f"{op.replace('_ex', '')} (it raises on failure) instead")
 
 
-def inv(A, *, out=None):
+@takes_out
+def inv(A):
     """The inverse of square matrices (..., n, n).
 
     >>> import graphc as gc
@@ -67,7 +92,8 @@ def inv(A, *, out=None):
     return apply("linalg_inv", [A])
 
 
-def det(A, *, out=None):
+@takes_out
+def det(A):
     """The determinant of square matrices.
 
     >>> import graphc as gc
@@ -78,7 +104,8 @@ def det(A, *, out=None):
     return apply("linalg_det", [A])
 
 
-def slogdet(A, *, out=None):
+@takes_out
+def slogdet(A):
     """``(sign, logabsdet)`` of the determinant.
 
     >>> import graphc as gc
@@ -95,7 +122,8 @@ def _is_vector_rhs(A, B):
     return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.dims) == tuple(A.dims[:-1]))
 
 
-def solve(A, B, *, left=True, out=None):
+@takes_out
+def solve(A, B, *, left=True):
     """X with A X = B (``left=False``: X A = B); B may be a (batch of) vector(s).
 
     >>> import graphc as gc
@@ -111,7 +139,8 @@ def solve(A, B, *, left=True, out=None):
     return apply("linalg_solve", [A, B])
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+@takes_out
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """X with tri(A) X = B reading A's ``upper`` or lower triangle only (``left=False``: X A = B).
 
     >>> import graphc as gc
@@ -126,7 +155,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return apply("linalg_solve_triangular", [A, B], {"upper": bool(upper), "unitriangular": bool(unitriangular)})
 
 
-def cholesky(A, *, upper=False, out=None):
+@takes_out
+def cholesky(A, *, upper=False):
     """The Cholesky factor L (A = L L^T) of symmetric positive-definite matrices (``upper``: L^T).
 
     >>> import graphc as gc
@@ -137,7 +167,8 @@ def cholesky(A, *, upper=False, out=None):
     return apply("linalg_cholesky", [A], {"upper": bool(upper)})
 
 
-def qr(A, mode="reduced", *, out=None):
+@takes_out
+def qr(A, mode="reduced"):
     """``(Q, R)`` with A = Q R (``mode``: 'reduced', 'complete' or 'r', where Q is empty).
 
     >>> import graphc as gc
@@ -149,7 +180,8 @@ def qr(A, mode="reduced", *, out=None):
     return QRResult(*apply("linalg_qr", [A], {"mode": mode}))
 
 
-def svd(A, full_matrices=True, *, driver=None, out=None):
+@takes_out
+def svd(A, full_matrices=True, *, driver=None):
     """``(U, S, Vh)`` with A = U diag(S) Vh, S descending.
 
     >>> import graphc as gc
@@ -160,7 +192,8 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return SVDResult(*apply("linalg_svd", [A], {"full_matrices": bool(full_matrices)}))
 
 
-def svdvals(A, *, driver=None, out=None):
+@takes_out
+def svdvals(A, *, driver=None):
     """The singular values, descending.
 
     >>> import graphc as gc
@@ -177,7 +210,8 @@ def _uplo(UPLO):
     return UPLO == "U"
 
 
-def eigh(A, UPLO="L", *, out=None):
+@takes_out
+def eigh(A, UPLO="L"):
     """``(eigenvalues, eigenvectors)`` of symmetric matrices (ascending; read from the ``UPLO`` triangle).
 
     >>> import graphc as gc
@@ -188,7 +222,8 @@ def eigh(A, UPLO="L", *, out=None):
     return EighResult(*apply("linalg_eigh", [A], {"upper": _uplo(UPLO)}))
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
+@takes_out
+def eigvalsh(A, UPLO="L"):
     """The eigenvalues of symmetric matrices, ascending.
 
     >>> import graphc as gc
@@ -199,7 +234,8 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return apply("linalg_eigh", [A], {"upper": _uplo(UPLO)})[0]
 
 
-def lu(A, *, pivot=True, out=None):
+@takes_out
+def lu(A, *, pivot=True):
     """``(P, L, U)`` with A = P L U (partial pivoting, as LAPACK's getrf).
 
     >>> import graphc as gc

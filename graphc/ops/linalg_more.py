@@ -13,6 +13,7 @@ import numpy as np
 from ..core.dispatch import apply
 from ..ir.errors import ShapeError
 from . import linalg_core as core
+from .linalg_core import takes_out
 from .reductions import amax
 from .reductions_more import amin, norm as _vector_norm
 from .shaping_more import diagonal as _diagonal, movedim
@@ -24,7 +25,8 @@ def _dims(dim, rank):
     return tuple(d % rank for d in ((dim,) if isinstance(dim, int) else dim))
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+@takes_out
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The vector ``ord``-norm over ``dim`` (all elements when None). At zero the gradient is
     PyTorch's subgradient 0 (powers are masked there, not 0 * inf).
 
@@ -55,7 +57,8 @@ def _restore(out, dims, keepdim):
     return out
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+@takes_out
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The matrix norm over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2.
 
     >>> import graphc as gc
@@ -83,7 +86,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     raise ShapeError(f"linalg.matrix_norm: order {ord!r} is not supported ('fro', 'nuc', inf, -inf, 1, -1, 2, -2)")
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+@takes_out
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """``vector_norm`` or ``matrix_norm`` as PyTorch chooses: a matrix norm for a string
     ``ord``, a 2-tuple ``dim``, or a 2-D input with ``ord`` given and ``dim`` None.
 
@@ -101,7 +105,8 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-def cond(A, p=None, *, out=None):
+@takes_out
+def cond(A, p=None):
     """The condition number in norm ``p`` (None/2: s_max / s_min).
 
     >>> import graphc as gc
@@ -136,7 +141,8 @@ def _spectrum(A, hermitian, op):
     return s, (u, vh), eps
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+@takes_out
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     """The number of singular values above max(atol, rtol * s_max) (int64).
 
     >>> import graphc as gc
@@ -155,7 +161,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     return apply("sum", [apply("gt", [s, tol])], {"dims": [s.ndim - 1]})
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+@takes_out
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudo-inverse, dropping singular values <= max(atol, rtol * s_max).
     The gradient is PyTorch's pinv_backward (the differential of a constant-rank pseudo-inverse),
     not the SVD's: a value computed without a graph plus a linear term whose derivative it is.
