@@ -282,3 +282,13 @@ def test_out_writes_into_given_tensors():
     assert result.sign is sign and abs(logabs.item() - 2 * np.log(3)) < 1e-6
     with pytest.raises(gc.GraphcError, match="does not resize"):
         gc.linalg.inv(gc.eye(2), out=gc.zeros(3, 3))
+
+
+def test_det_gradient_is_the_cofactor_matrix_at_singular_inputs():
+    """adj(A)^T, from the SVD: finite at rank n - 1 (where det * A^-T is 0 * inf)."""
+    a = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])  # rows 0 and 1 dependent
+    x = gc.tensor(a, requires_grad=True)
+    gc.linalg.det(x).backward()
+    cofactor = np.array([[np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j) for j in range(3)]
+                         for i in range(3)])
+    np.testing.assert_allclose(x.grad.numpy(), cofactor, atol=1e-12)

@@ -2,6 +2,8 @@
 PyTorch's FunctionsManual.cpp (real case), emitted as graph ops through ``_linalg_ir``."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import GraphcError
 from ._linalg_ir import (add, const, diag_embed, diagonal, div, eye, mT, mm, mul, narrow, neg, num, set_diagonal,
                          solve, solve_tri, solve_tri_right, sub, sym_skew, tril, triu, unsqueeze)
@@ -22,9 +24,34 @@ def _outer_scalar(b, g):
 
 
 def vjp_det(b, node, cts, needs):
-    """gA = g det(A) A^-T (the samples PyTorch differentiates are invertible)."""
-    a, det = node.inputs[0], node.outputs[0]
-    return [mul(b, _outer_scalar(b, mul(b, cts[0], det)), mT(b, _inv(b, a)))]
+    """gA = g adj(A)^T, the cofactor matrix, from the SVD A = U S Vh (adjugate-safe, so singular
+    matrices get PyTorch's gradient too): cof(A) = det(U) det(Vh) U diag(prod_{j != i} s_j) Vh."""
+    a = node.inputs[0]
+    n = a.type.shape[-1]
+    if n == 0:
+        return [mul(b, a, num(b, 0.0, a))]
+    u, s, vh = b.emit("linalg_svd", [a], {"full_matrices": False})
+    others = add(b, mul(b, unsqueeze(b, s, -2), const(b, 1.0 - np.eye(n), s)), eye(b, n, s))  # row i: s_j, 1 at j = i
+    rest = _prod_last(b, others)
+    sign = mul(b, b.emit1("linalg_det", [u]), b.emit1("linalg_det", [vh]))
+    scale = mul(b, unsqueeze(b, mul(b, cts[0], sign), -1), rest)
+    return [mm(b, mul(b, u, unsqueeze(b, scale, -2)), vh)]
+
+
+def _prod_last(b, x):
+    """The product over the last dim by halving (log2(n) multiplies; zeros stay exact)."""
+    while x.type.shape[-1] > 1:
+        if x.type.shape[-1] % 2:
+            ones = b.emit1("broadcast_to", [const(b, 1.0, x)], {"shape": list(x.type.shape[:-1]) + [1]})
+            x = _cat(b, [x, ones], -1)
+        x = mul(b, _strided(b, x, 0), _strided(b, x, 1))
+    return b.emit1("reshape", [x], {"shape": list(x.type.shape[:-1])})
+
+
+def _strided(b, x, start):
+    slices = [[None, None, 1] for _ in range(x.type.rank)]
+    slices[-1] = [start, None, 2]
+    return b.emit1("slice", [x], {"slices": slices})
 
 
 def vjp_slogdet(b, node, cts, needs):
