@@ -38,6 +38,7 @@ from .ops.shaping_more import broadcast_shapes, eye, linspace, logspace  # noqa:
 from .ops import random_more as _random_more  # noqa: E402,F401  (bernoulli, multinomial, Tensor.exponential_, ...)
 from .ops.random_more import normal, randint, randint_like  # noqa: E402,F401
 from .ops.segment_ops import segment_reduce  # noqa: E402,F401
+from .ops import linalg_legacy as _linalg_legacy  # noqa: E402,F401  (gc.det, gc.svd, Tensor.cholesky, ...)
 from .ops import shaping_views as _shaping_views  # noqa: E402,F401  (select, unflatten, Tensor.unfold, *_copy, ...)
 from .ops import shaping_splits as _shaping_splits  # noqa: E402,F401  (tensor_split, hstack, meshgrid, kron, ...)
 from .ops import shaping_scatter as _shaping_scatter  # noqa: E402,F401  (select_scatter, as_strided_copy, rot90, ...)
@@ -61,6 +62,7 @@ from . import viz  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
 from . import special  # noqa: E402  (torch.special: gc.special.erfcx, gc.special.zeta, ...)
 from . import signal  # noqa: E402  (torch.signal.windows: hann, kaiser, ...)
+from . import linalg  # noqa: E402  (torch.linalg on numpy's LAPACK)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)

@@ -1,7 +1,7 @@
 """More reductions, each a composite over existing ops (autodiff gives the gradients):
 all/any, prod (a halving tree of multiplies, so zeros get PyTorch's gradient), cumsum (a
 triangular mask), cumprod, count_nonzero, var/std (correction or unbiased), var_mean/std_mean, logsumexp, amin and
-Tensor.norm (p = 2, 1, inf, -inf, 0, 'fro' or any other number).
+Tensor.norm (p = 2, 1, inf, -inf, 0, 'fro', 'nuc' or any other number).
 """
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from ..core.tensor import Tensor
 from ..executor.backends import backend_of
 from ..ir.errors import ShapeError, TraceError
 from ..ir.types import is_static
+from .linalg_core import svdvals
 from .reductions import _dims, _flip, amax
+from .shaping_more import movedim
 from .surface import torchsymbol
 
 _METHOD_AND_TOP = dict(functional=False)
@@ -296,7 +298,8 @@ def amin(input, dim=None, keepdim=False):
 @torchsymbol(**_METHOD_AND_TOP)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over ``dim`` (all elements when None): p = 2 / 'fro' (the default),
-    1, inf, -inf, 0 (the count of non-zeros) or any other number.
+    1, inf, -inf, 0 (the count of non-zeros) or any other number; p = 'nuc' is the nuclear norm
+    of the matrices in ``dim`` (the last two dims when None).
 
     >>> import graphc as gc
     >>> gc.tensor([3.0, 4.0]).norm().item()
@@ -305,6 +308,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input if dtype is None else input.cast(_dtype_name(dtype))
     if not x.dtype.is_float:
         raise ShapeError(f"norm needs a floating-point input, got {x.dtype.name}")
+    if p == "nuc":  # the nuclear norm of the matrices in dims (the last two when None)
+        return _nuclear(x, (-2, -1) if dim is None else dim, keepdim)
     dims = _dims(dim)
     if p in ("fro", 2, 2.0):
         return _sqrt(apply("sum", [x * x], {"dims": dims, "keepdim": keepdim}))
@@ -315,8 +320,31 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return amax(a, dims, keepdim)
     if p == -math.inf:
         return amin(a, dims, keepdim)
-    if p == 0:
-        return apply("sum", [apply("ne", [x, 0.0]).cast(x.dtype.name)], {"dims": dims, "keepdim": keepdim})
     if isinstance(p, str):
-        raise ShapeError(f"norm: p = {p!r} is not supported (vector norms: a number, inf or 'fro')")
-    return apply("sum", [a ** float(p)], {"dims": dims, "keepdim": keepdim}) ** (1.0 / float(p))
+        raise ShapeError(f"norm: p = {p!r} is not supported ('fro', 'nuc', a number or inf)")
+    attrs = {"dims": dims, "keepdim": keepdim}
+    if p == 0:  # the count of non-zeros; the finite part of x * 0 keeps PyTorch's zero gradient
+        count = apply("sum", [apply("ne", [x, 0.0]).cast(x.dtype.name)], attrs)
+        finite = apply("logical_not", [apply("logical_or", [apply("isnan", [x]), apply("isinf", [x])])])
+        return count + apply("sum", [apply("where", [finite, x, 0.0]) * 0.0], attrs)
+    return _power_norm(a, float(p), attrs)
+
+
+def _power_norm(a, p, attrs):
+    """sum(|x|^p)^(1/p) with PyTorch's subgradient 0 where |x| or the norm is 0: a zero adds
+    0 (p > 0) or inf (p < 0) through a constant branch, so no 0 * inf reaches the gradient."""
+    is_zero = apply("eq", [a, 0.0])
+    powered = apply("where", [is_zero, 0.0 if p > 0 else math.inf, apply("where", [is_zero, 1.0, a]) ** p])
+    total = apply("sum", [powered], attrs)
+    degenerate = apply("eq", [total, 0.0 if p > 0 else math.inf])  # the norm is 0 there
+    return apply("where", [degenerate, 0.0, apply("where", [degenerate, 1.0, total]) ** (1.0 / p)])
+
+
+def _nuclear(x, dim, keepdim):
+    """The sum of the singular values of the matrices in the two dims ``dim``."""
+    d0, d1 = (d % x.ndim for d in dim)
+    out = svdvals(movedim(x, (d0, d1), (-2, -1))).sum(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            out = out.unsqueeze(d)
+    return out
