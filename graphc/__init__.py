@@ -34,6 +34,7 @@ from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, a
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 from .ops import scatter_ops as _scatter_ops, index_ops as _index_ops  # noqa: E402,F401  (gather, scatter*, index_*, take, put)
+from .ops import sorting as _sorting  # noqa: E402,F401  (sort, argsort, kthvalue, median, mode, quantile)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
