@@ -35,6 +35,7 @@ from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, 
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 from .ops import scatter_ops as _scatter_ops, index_ops as _index_ops  # noqa: E402,F401  (gather, scatter*, index_*, take, put)
 from .ops import sorting as _sorting  # noqa: E402,F401  (sort, argsort, kthvalue, median, mode, quantile)
+from .ops import searching as _searching  # noqa: E402,F401  (searchsorted, bucketize, histc, histogram)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
