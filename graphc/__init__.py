@@ -36,6 +36,7 @@ from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 from .ops import scatter_ops as _scatter_ops, index_ops as _index_ops  # noqa: E402,F401  (gather, scatter*, index_*, take, put)
 from .ops import sorting as _sorting  # noqa: E402,F401  (sort, argsort, kthvalue, median, mode, quantile)
 from .ops import searching as _searching  # noqa: E402,F401  (searchsorted, bucketize, histc, histogram)
+from .ops import data_dependent as _data_dependent  # noqa: E402,F401  (nonzero, masked_select, unique: eager only)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...

@@ -72,4 +72,15 @@ def _searchsorted(xp, spec):
     return run
 
 
-KERNELS = {"argsort": _argsort, "mode_index": _mode_index, "searchsorted": _searchsorted}
+def _nonzero_static(xp, spec):
+    size, fill = spec.attrs["size"], spec.attrs["fill_value"]
+
+    def run(x):
+        found = xp.argwhere(x)[:size].astype(np.int64)
+        out = xp.full((size, x.ndim), fill, dtype=np.int64)
+        out[:found.shape[0]] = found
+        return out
+    return run
+
+
+KERNELS = {"nonzero_static": _nonzero_static, "argsort": _argsort, "mode_index": _mode_index, "searchsorted": _searchsorted}

@@ -8,6 +8,8 @@ Order, as PyTorch's: NaN counts as the largest value (last ascending, first desc
 the sort is stable (equal values keep their input order, descending too).
 ``mode_index`` picks the smallest of the most frequent values (each NaN counts alone, as
 NaN != NaN) and the LAST position holding it, as PyTorch on CPU.
+``nonzero_static(x)``: the first ``size`` index rows of x's non-zero elements (row-major),
+padded with ``fill_value`` rows: ``nonzero`` at a size fixed in advance, so it compiles.
 ``searchsorted(sorted, values)``: ``sorted`` is 1-D or has ``values``' leading dims (one
 sorted row per row of ``values``); ``right`` picks the position after equal values.
 """
@@ -52,9 +54,15 @@ def _searchsorted(in_types, attrs):
     return [values.with_dtype(DType.int64)]
 
 
+def _nonzero_static(in_types, attrs):
+    return [TensorType((attrs["size"], in_types[0].rank), DType.int64)]
+
+
 register(OpDef("argsort", _argsort, attrs={"dim": Attr("int", -1), "descending": Attr("bool", False)},
                doc="x -> int64 permutation sorting x along dim (stable; NaN largest), as torch.argsort(stable=True)"))
 register(OpDef("mode_index", _mode_index, attrs={"dim": Attr("int", -1)},
                doc="x -> int64 last position of the smallest most frequent value along dim (kept as size 1)"))
 register(OpDef("searchsorted", _searchsorted, attrs={"right": Attr("bool", False)}, inputs=(2, 2),
                doc="(sorted, values) -> int64 insertion points of values in the sorted last dim"))
+register(OpDef("nonzero_static", _nonzero_static, attrs={"size": Attr("int", minimum=0), "fill_value": Attr("int", -1)},
+               doc="x -> int64 (size, rank) indices of the non-zero elements, cut or padded with fill_value"))
