@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..core.dispatch import apply
 from ..core.tensor import Tensor
 from ..ir.errors import ShapeError
-from .scatter_ops import _as_1d, _axis, _expand_along, _long_index, gather, scatter, scatter_add, scatter_reduce
+from .scatter_ops import (_as_1d, _axis, _expand_along, _long_index, _written, gather, scatter, scatter_add,
+                          scatter_reduce)
 from .surface import torchsymbol
 
 _METHOD_AND_TOP = dict(functional=False)
@@ -97,13 +98,13 @@ def index_fill(input, dim, index, value):
         idx = _vector(index, "index_fill")
         axis = _axis(dim, x.ndim, "index_fill")
         full_idx = _expand_along(idx, axis, x.shape) if input.ndim else idx
-        if isinstance(value, Tensor):
-            if value.ndim:
-                raise ShapeError(f"index_fill: value must be a number or a 0-d tensor, got shape {value.shape}")
-            src = value.cast(x.dtype).expand(full_idx.shape)
-        else:
+        if not isinstance(value, Tensor):
             src = apply("full", [], {"shape": list(full_idx.dims), "value": float(value), "dtype": x.dtype.name})
-        return scatter(x, axis, full_idx, src)
+            return scatter(x, axis, full_idx, src)
+        if value.ndim:
+            raise ShapeError(f"index_fill: value must be a number or a 0-d tensor, got shape {value.shape}")
+        # a mask, so a repeated index sends value each filled position's gradient once
+        return apply("where", [_written(x, axis, full_idx), value.cast(x.dtype), x])
     return run(input) if input.ndim else run(input.reshape(1)).reshape(())
 
 

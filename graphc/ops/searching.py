@@ -110,6 +110,8 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's names
     if min > max:
         raise ShapeError(f"histc: max ({max}) must be larger than min ({min})")
     flat = input.reshape(-1).detach()
+    if input._tracer is None and input.numel() == 0:
+        return Tensor(np.zeros(int(bins), dtype=input.dtype.numpy))
     low, high = _range(flat, min if (min, max) != (0, 0) else None, max if (min, max) != (0, 0) else None, 1.0)
     position = ((flat - low) * int(bins) / (high - low)).floor().long()
     position = apply("minimum", [position, int(bins) - 1])  # max itself: the last bin

@@ -238,7 +238,7 @@ def _quantile(input, q, dim, keepdim, interpolation, skip_nan, what):
     empty = (count == 0) if skip_nan else (nans > 0)
     out = apply("where", [empty, float("nan"), out])  # (Q, ..., 1)
     out = out.squeeze(-1)
-    if keepdim:
+    if keepdim and input.ndim:
         out = out.reshape(q.shape[0], *([1] * input.ndim)) if dim is None else out.unsqueeze(axis + 1)
     return out.squeeze(0) if scalar_q else out
 
