@@ -37,6 +37,7 @@ from .ops import scatter_ops as _scatter_ops, index_ops as _index_ops  # noqa: E
 from .ops import sorting as _sorting  # noqa: E402,F401  (sort, argsort, kthvalue, median, mode, quantile)
 from .ops import searching as _searching  # noqa: E402,F401  (searchsorted, bucketize, histc, histogram)
 from .ops import data_dependent as _data_dependent  # noqa: E402,F401  (nonzero, masked_select, unique: eager only)
+from .ops import masked_index as _masked_index  # noqa: E402,F401  (gc._unsafe_masked_index, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...

@@ -210,3 +210,36 @@ def _broadcast_shape(a, b):
     n = max(len(a), len(b))
     a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
     return [y if _is_one(x) else x for x, y in zip(a, b)]
+
+
+def _aten_index(indices):
+    """ATen's index list (``None`` for a dim taken whole) as a Python index tuple."""
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def index_put(input, indices, values, accumulate=False):
+    """``input`` with ``values`` written (added with ``accumulate``) at ``input[indices]``
+    (a tuple of index tensors, ``None`` taking a dim whole), as a new tensor.
+
+    >>> import graphc as gc
+    >>> gc.zeros(3).index_put((gc.tensor([0, 2]),), gc.tensor(1.0)).numpy().tolist()
+    [1.0, 0.0, 1.0]
+    """
+    from ..core.indexing import index_put as put_at
+
+    return put_at(input, _aten_index(indices), values, accumulate)
+
+
+@torchsymbol(method=True, top=False, functional=False)
+def index_put_(input, indices, values, accumulate=False):
+    """In-place ``index_put``; returns the tensor.
+
+    >>> import graphc as gc
+    >>> x = gc.zeros(3)
+    >>> x.index_put_((gc.tensor([1]),), gc.tensor(2.0), accumulate=True).numpy().tolist()
+    [0.0, 2.0, 0.0]
+    """
+    from ..core.inplace import put_in_place
+
+    return put_in_place(input, _aten_index(indices), values, accumulate, "index_put_")
