@@ -190,8 +190,6 @@ def masked_scatter(input, mask, source):
     >>> gc.zeros(4).masked_scatter(gc.tensor([True, False, True, False]), gc.tensor([1.0, 2.0])).numpy().tolist()
     [1.0, 0.0, 2.0, 0.0]
     """
-    from .reductions_more import cumsum  # the running count of True places each element of source
-
     if mask.dtype.name != "bool":
         raise ShapeError(f"masked_scatter: mask must be bool, got {mask.dtype.name}")
     target_shape = input.shape
@@ -199,7 +197,10 @@ def masked_scatter(input, mask, source):
     if tuple(m.shape) != tuple(target_shape):
         input = input.expand(*m.shape)
     flat_m = m.reshape(-1)
-    slot = cumsum(flat_m.long(), 0) - 1
+    # each True's rank among the Trues: the inverse of the stable sort putting Trues first (no
+    # running sum, which would need a static length)
+    trues_first = apply("argsort", [flat_m], {"dim": 0, "descending": True})
+    slot = apply("argsort", [trues_first], {"dim": 0, "descending": False})
     slot = apply("where", [flat_m, slot, 0])
     values = gather(source.reshape(-1), 0, slot).reshape(m.shape)
     return apply("where", [m, values, input])
