@@ -33,8 +33,8 @@ def _plain(item):
         return item
     if hasattr(item, "_tracer") and not hasattr(item, "weak_for"):
         return item  # a tensor as an index: advanced indexing
-    if isinstance(item, np.ndarray):
-        return item
+    if isinstance(item, np.ndarray) and item.ndim:
+        return item  # an index array: advanced indexing
     return operator.index(item)
 
 

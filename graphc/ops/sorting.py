@@ -229,10 +229,9 @@ def _quantile(input, q, dim, keepdim, interpolation, skip_nan, what):
     rows = rows.expand(*shape)
     low = gather(rows, -1, below.long())
     high = gather(rows, -1, above.long())
-    if interpolation == "midpoint":
-        out = (low + high) * 0.5
-    elif interpolation == "linear":
-        out = low + (high - low) * (rank - below)
+    if interpolation in ("linear", "midpoint"):
+        weight = rank - below if interpolation == "linear" else rank * 0 + 0.5
+        out = _lerp(low, high, weight)
     else:
         out = low
     empty = (count == 0) if skip_nan else (nans > 0)
@@ -241,6 +240,12 @@ def _quantile(input, q, dim, keepdim, interpolation, skip_nan, what):
     if keepdim and input.ndim:
         out = out.reshape(q.shape[0], *([1] * input.ndim)) if dim is None else out.unsqueeze(axis + 1)
     return out.squeeze(0) if scalar_q else out
+
+
+def _lerp(low, high, weight):
+    """PyTorch's lerp, from the nearer end (so infinities give its NaN and its rounding)."""
+    span = high - low
+    return apply("where", [weight < 0.5, low + weight * span, high - span * (1 - weight)])
 
 
 @torchsymbol(**_METHOD_AND_TOP)
