@@ -244,3 +244,25 @@ def index_put_(input, indices, values, accumulate=False):
     from ..core.inplace import put_in_place
 
     return put_in_place(input, _aten_index(indices), values, accumulate, "index_put_")
+
+
+# ---- in-place forms (PyTorch's Tensor.x_): the out-of-place result written into the tensor ----
+def _in_place(name, fn):
+    from ..core.inplace import _arithmetic  # the knot's in-place machinery (eager write / traced rebind)
+
+    return _arithmetic(name, fn)
+
+
+scatter_ = _in_place("scatter", lambda x, dim, index, src=None, value=None, *, reduce=None:
+                     scatter(x, dim, index, src, value, reduce=reduce))
+scatter_add_ = _in_place("scatter_add", lambda x, dim, index, src: scatter_add(x, dim, index, src))
+scatter_reduce_ = _in_place("scatter_reduce", lambda x, dim, index, src, reduce, *, include_self=True:
+                            scatter_reduce(x, dim, index, src, reduce, include_self=include_self))
+index_add_ = _in_place("index_add", lambda x, dim, index, source, *, alpha=1: index_add(x, dim, index, source,
+                                                                                          alpha=alpha))
+index_copy_ = _in_place("index_copy", lambda x, dim, index, source: index_copy(x, dim, index, source))
+index_fill_ = _in_place("index_fill", lambda x, dim, index, value: index_fill(x, dim, index, value))
+index_reduce_ = _in_place("index_reduce", lambda x, dim, index, source, reduce, *, include_self=True:
+                          index_reduce(x, dim, index, source, reduce, include_self=include_self))
+put_ = _in_place("put", lambda x, index, source, accumulate=False: put(x, index, source, accumulate))
+masked_scatter_ = _in_place("masked_scatter", lambda x, mask, source: masked_scatter(x, mask, source))
