@@ -59,16 +59,33 @@ def _mode_index(xp, spec):
     return run
 
 
+def search_rows(xp, seq, values, right):
+    """PyTorch's binary search (lower bound; upper bound with ``right``), for all values at
+    once: ``!(mid >= v)`` moves right, so a NaN value lands after every entry, and an unsorted
+    row gives PyTorch's answer too. ``seq`` is 1-D or one row per row of ``values``."""
+    n = seq.shape[-1]
+    rows = seq.reshape(1, n) if seq.ndim == 1 else seq.reshape(-1, n)
+    vals = values.reshape(1, -1) if seq.ndim == 1 else values.reshape(rows.shape[0], -1)
+    start = xp.zeros(vals.shape, dtype=np.int64)
+    end = xp.full(vals.shape, n, dtype=np.int64)
+    for _ in range(max(n, 1).bit_length() + 1):  # each step halves every interval
+        mid = start + (end - start) // 2
+        probe = xp.take_along_axis(rows, xp.minimum(mid, max(n - 1, 0)), 1) if seq.ndim > 1 else rows[0][
+            xp.minimum(mid, max(n - 1, 0))]
+        go_right = ~(probe > vals) if right else ~(probe >= vals)
+        active = start < end
+        start = xp.where(active & go_right, mid + 1, start)
+        end = xp.where(active & ~go_right, mid, end)
+    return start.reshape(values.shape)
+
+
 def _searchsorted(xp, spec):
-    side = "right" if spec.attrs["right"] else "left"
-    one_row = spec.in_types[0].rank == 1
+    right = spec.attrs["right"]
 
     def run(seq, values):
-        if one_row:
-            return xp.searchsorted(seq, values, side=side).astype(np.int64)
-        # one sorted row per row of values: count the row's entries before each value
-        before = seq[..., None, :] <= values[..., None] if side == "right" else seq[..., None, :] < values[..., None]
-        return before.sum(axis=-1).astype(np.int64)
+        if seq.shape[-1] == 0 or values.size == 0:
+            return xp.zeros(values.shape, dtype=np.int64)
+        return search_rows(xp, seq, values, right)
     return run
 
 

@@ -51,8 +51,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     values = _as_tensor(input, sorted_sequence)
     if sorter is not None:
         sorted_sequence = gather(sorted_sequence, -1, sorter)
-    if values.dtype != sorted_sequence.dtype:
-        values = values.cast(sorted_sequence.dtype)
     return apply("searchsorted", [sorted_sequence.detach(), values.detach()], {"right": bool(right)})
 
 
@@ -127,6 +125,8 @@ def _edges(flat, bins, range_, dtype):
             raise ShapeError(f"histogram: range {tuple(range_)} must have min <= max")
         if low == high:
             low, high = low - 0.5, high + 0.5
+    elif flat._tracer is None and flat.numel() == 0:
+        low, high = 0.0, 1.0  # PyTorch's edges for no data
     else:
         low, high = _range(flat, None, None, 0.5)
     i = np.arange(bins + 1)

@@ -21,11 +21,6 @@ from ..types import DType, TensorType
 from ._shapes import norm_axis
 
 
-def _need_orderable(x, op):
-    if x.dtype is DType.bool and op != "argsort":
-        raise ShapeError(f"{op} does not take bool tensors")
-
-
 def _argsort(in_types, attrs):
     x = in_types[0]
     if x.rank:
@@ -37,7 +32,6 @@ def _argsort(in_types, attrs):
 
 def _mode_index(in_types, attrs):
     x = in_types[0]
-    _need_orderable(x, "mode")
     shape = list(x.shape)
     if x.rank:
         shape[norm_axis(attrs["dim"], x.rank)] = 1
@@ -46,6 +40,8 @@ def _mode_index(in_types, attrs):
 
 def _searchsorted(in_types, attrs):
     seq, values = in_types
+    if seq.dtype is DType.bool and values.dtype is DType.bool:
+        raise ShapeError("searchsorted does not take two bool tensors (as PyTorch)")
     if seq.rank == 0:
         raise ShapeError("searchsorted: the sorted sequence must have at least one dim, got a 0-d tensor")
     if seq.rank > 1 and (seq.rank != values.rank or tuple(seq.shape[:-1]) != tuple(values.shape[:-1])):
