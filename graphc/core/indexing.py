@@ -230,7 +230,9 @@ def index_put(tensor, index, values, accumulate=False):
     if not isinstance(values, Tensor):
         values = Tensor(np.asarray(values, dtype=tensor.dtype.numpy))
     values = values.cast(tensor.dtype) if values.dtype != tensor.dtype else values
-    masked = _mask_write(tensor, as_tuple(index), values, accumulate)
+    masked = _basic_fill(tensor, as_tuple(index), values) if not accumulate and not values.ndim else None
+    if masked is None:
+        masked = _mask_write(tensor, as_tuple(index), values, accumulate)
     if masked is not None:
         return masked
     where = getitem(positions(tensor), index)
@@ -280,3 +282,21 @@ def _mask_write(tensor, index, values, accumulate):
     if accumulate:
         return apply("add", [tensor, apply("where", [cond, values, Tensor(np.zeros((), tensor.dtype.numpy))])])
     return apply("where", [cond, values, tensor])
+
+
+def _basic_fill(tensor, index, value):
+    """``x[1:, 0] = v`` (ints, slices, ``...``, ``None`` only; a 0-d value; static shape): a
+    ``where`` through a constant mask, which selects each position once (no repeats)."""
+    from .tensor import Tensor
+
+    index = tuple(_plain(item) for item in index)
+    if not all(item is None or item is Ellipsis or isinstance(item, (int, slice)) for item in index):
+        return None
+    if any(isinstance(item, bool) for item in index) or not all(isinstance(d, int) for d in tensor.dims):
+        return None
+    mask = np.zeros(tensor.dims, dtype=bool)
+    try:
+        mask[index] = True
+    except IndexError as e:
+        raise GraphcError(f"index out of range for a tensor of shape {tuple(tensor.dims)}: {e}") from None
+    return apply("where", [Tensor(mask), value, tensor])
