@@ -43,6 +43,11 @@ from .ops import shaping_views as _shaping_views  # noqa: E402,F401  (select, un
 from .ops import shaping_splits as _shaping_splits  # noqa: E402,F401  (tensor_split, hstack, meshgrid, kron, ...)
 from .ops import shaping_scatter as _shaping_scatter  # noqa: E402,F401  (select_scatter, as_strided_copy, rot90, ...)
 from .ops import creation_more as _creation_more  # noqa: E402,F401  (fill, full_like, empty_like, scalar_tensor, ...)
+from .ops import scatter_ops as _scatter_ops, index_ops as _index_ops  # noqa: E402,F401  (gather, scatter*, index_*, take, put)
+from .ops import sorting as _sorting  # noqa: E402,F401  (sort, argsort, kthvalue, median, mode, quantile)
+from .ops import searching as _searching  # noqa: E402,F401  (searchsorted, bucketize, histc, histogram)
+from .ops import data_dependent as _data_dependent  # noqa: E402,F401  (nonzero, masked_select, unique: eager only)
+from .ops import masked_index as _masked_index  # noqa: E402,F401  (gc._unsafe_masked_index, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 from .core.out_arg import with_out as _with_out  # noqa: E402

@@ -18,6 +18,7 @@ from . import scatter
 from . import elementwise_math
 from . import special
 from . import linalg_lapack
+from . import sort
 from .base import as_kernel, writes_out
 
 
@@ -54,6 +55,7 @@ TABLE.update(scatter.KERNELS)
 TABLE.update(elementwise_math.KERNELS)
 TABLE.update(special.KERNELS)
 TABLE.update(linalg_lapack.KERNELS)
+TABLE.update(sort.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

@@ -27,6 +27,7 @@ from ..executor.backends import backend_of
 from ..ir.errors import GraphcError, ShapeError, TraceError
 from ..random import generator
 from ..ops.surface import torchsymbol
+from .indexing import as_tuple, index_put
 from .tensor import Tensor
 from .tracer import current_tracer
 
@@ -226,40 +227,52 @@ def copy_(input, src):
 
 
 def setitem(tensor: Tensor, index, value) -> None:
-    """``t[index] = value`` (numpy's indexing rules; bool or int tensors index too). Inside a
-    trace the index must be fixed (ints, slices, eager index tensors) and the value a number
-    or a 0-d tensor: the write becomes ``where(mask, value, t)``."""
-    parts = index if isinstance(index, tuple) else (index,)
-    tracer = _tracer_for(tensor, (*parts, value), "t[...] = value")
+    """``t[index] = value`` (PyTorch's indexing: ints, slices, index tensors, bool masks). On a
+    plain eager tensor the array is written; where gradients are recorded (the tensor was
+    computed from, or the value requires, grad) and inside a trace the write is ``index_put``
+    (a ``scatter``, whose gradient reaches both) and the tensor is rebound to its result."""
+    put_in_place(tensor, as_tuple(index), value, False, "t[...] = value")
+
+
+def put_in_place(tensor: Tensor, index: tuple, value, accumulate: bool, what: str) -> Tensor:
+    """``tensor[index] = value`` (``+=`` with ``accumulate``), in place; returns the tensor."""
+    tracer = _tracer_for(tensor, (*index, value), what)
     if tracer is None:
-        _eager(tensor, "t[...] = value")
-        parts = tuple(_on_backend(tensor, p) if isinstance(p, Tensor) else p for p in parts)
-        _write(tensor, parts if isinstance(index, tuple) else parts[0], value, "t[...] = value")
-        return
-    _check_writable(tracer, tensor, "t[...] = value")
-    _commit(tracer, tensor, _traced_setitem(tracer, tensor, parts, value), "t[...] = value", cast=True)
-
-
-def _traced_setitem(tracer, tensor: Tensor, parts: tuple, value) -> Tensor:
+        recorded = is_grad_enabled() and (tensor._grad_fn is not None
+                                          or isinstance(value, Tensor) and value.requires_grad)
+        if not recorded:
+            return _eager_put(tensor, index, value, accumulate, what)
+        if tensor.requires_grad and tensor.is_leaf:
+            raise GraphcError(f"{what} on a leaf tensor that requires grad (as PyTorch refuses): its gradient "
+                              "would go wrong; change it inside gc.no_grad() or write x = x.index_put(...)")
+        return _rebind_eager(tensor, index_put(_snapshot(tensor), index, value, accumulate))
+    _check_writable(tracer, tensor, what)
     current = _current(tracer, tensor)
-    dims = current._value.type.shape
-    where = tracer.user_location()
-    if any(isinstance(p, Tensor) and (p._tracer is not None or tracer.state_name(p)) for p in parts):
-        raise TraceError("t[index] = value with a traced index cannot be compiled; use gc.where(mask, value, t)",
-                         where)
-    if not all(isinstance(d, int) for d in dims):
-        raise TraceError(f"t[index] = value on a tensor of symbolic shape {tuple(dims)} cannot be compiled; use "
-                         "gc.where(mask, value, t)", where)
-    if isinstance(value, Tensor) and value.ndim or isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value):
-        raise TraceError("t[index] = value with a tensor value cannot be compiled; write a number or a 0-d tensor, "
-                         "or build the result with gc.where / gc.cat", where)
-    mask = np.zeros(dims, dtype=bool)
-    try:
-        mask[tuple(p.numpy() if isinstance(p, Tensor) else p for p in parts)] = True
-    except (IndexError, ValueError, TypeError) as e:
-        raise ShapeError(f"t[...] = value: bad index for a tensor of shape {tuple(dims)}: {e}") from None
-    fill = value if isinstance(value, Tensor) else Tensor(np.asarray(value, current.dtype.numpy))
-    return apply("where", [Tensor(mask), fill.cast(current.dtype), current])
+    return _commit(tracer, tensor, index_put(current, index, value, accumulate), what, cast=True)
+
+
+def _eager_put(tensor: Tensor, index: tuple, value, accumulate: bool, what: str) -> Tensor:
+    if accumulate:
+        new = index_put(Tensor(tensor.array), index, value, True)
+        return _write(tensor, ..., new, what)
+    parts = tuple(_on_backend(tensor, p) if isinstance(p, Tensor) else p for p in index)
+    return _write(tensor, parts if len(parts) != 1 else parts[0], value, what)
+
+
+def _snapshot(tensor: Tensor) -> Tensor:
+    """A Tensor holding ``tensor``'s present array and place on the tape."""
+    old = Tensor(tensor.array)
+    old._grad_fn, old.requires_grad = tensor._grad_fn, tensor.requires_grad
+    return old
+
+
+def _rebind_eager(tensor: Tensor, new: Tensor) -> Tensor:
+    """``tensor`` takes ``new``'s array and tape entry (PyTorch's in-place op on a recorded
+    tensor); ops that read it before see a new version and refuse a backward through it."""
+    tensor.array = new.array
+    tensor._grad_fn, tensor.requires_grad = new._grad_fn, new.requires_grad
+    tensor._version += 1
+    return tensor
 
 
 def _arithmetic(op_name: str, compute):
