@@ -20,6 +20,7 @@ float, double, long, half = float32, float64, int64, float16  # noqa: A001
 from .random import Generator, manual_seed  # noqa: E402
 from .core.tensor import Tensor  # noqa: E402
 from .core.device import device  # noqa: E402
+from .core.size import Size  # noqa: E402  (torch.Size)
 from .ops.creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
                        ones, ones_like, rand, rand_like, randn, randn_like, stack, tensor, zeros, zeros_like)
 from . import autograd  # noqa: E402
@@ -33,6 +34,8 @@ from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F4
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
+from .ops import sparse_ops as _sparse_ops  # noqa: E402,F401  (gc.sparse_coo_tensor, gc.spmm, Tensor.to_sparse)
+from .ops import int_index as _int_index, random_ints as _random_ints  # noqa: E402,F401  (x[idx], randint)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
@@ -48,6 +51,7 @@ from .core.control_flow import cond, scan, while_loop  # noqa: E402
 from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
+from . import sparse  # noqa: E402  (torch.sparse: mm, addmm, FloatTensor)
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
 from .executor import Plan  # noqa: E402
 
