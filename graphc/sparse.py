@@ -52,13 +52,18 @@ def sum(input: SparseTensor, dim=None):  # noqa: A001 - torch.sparse.sum
     return dense.sum() if dim is None else dense.sum(dim)
 
 
-def _legacy(dtype: DType):
+def _legacy(dtype: DType, name: str):
     def construct(indices, values, size=None):
         return sparse_coo_tensor(indices, values, size, dtype=dtype)
-    construct.__doc__ = f"``torch.sparse.{dtype.name.capitalize()}Tensor(indices, values, size)``: a {dtype.name} " \
-                        "sparse COO tensor (the legacy constructor)."
+    construct.__doc__ = f"""``torch.sparse.{name}(indices, values, size)``: a {dtype.name}
+    sparse COO tensor (the legacy constructor).
+
+    >>> import graphc as gc
+    >>> gc.sparse.{name}([[0, 1]], [1.0, 2.0], (2,)).dtype.name
+    '{dtype.name}'
+    """
     return construct
 
 
-FloatTensor = _legacy(DType.float32)
-DoubleTensor = _legacy(DType.float64)
+FloatTensor = _legacy(DType.float32, "FloatTensor")
+DoubleTensor = _legacy(DType.float64, "DoubleTensor")

@@ -33,7 +33,13 @@ def _int_index(index):
 
 
 def take_rows(tensor: Tensor, index: Tensor) -> Tensor:
-    """``tensor[index]`` for an int64 ``index`` of any shape: shape ``index.shape + tensor.shape[1:]``."""
+    """``tensor[index]`` for an int64 ``index`` of any shape: shape ``index.shape + tensor.shape[1:]``;
+    negative indices count from the end.
+
+    >>> import graphc as gc
+    >>> take_rows(gc.arange(5), gc.tensor([[0, -1], [1, 1]])).numpy().tolist()
+    [[0, 4], [1, 1]]
+    """
     if tensor.ndim == 0:
         raise ShapeError("an integer index tensor indexes a tensor of at least 1 dim, got a 0-d one")
     n = tensor.shape[0]
@@ -52,7 +58,12 @@ def take_rows(tensor: Tensor, index: Tensor) -> Tensor:
 
 
 def getitem(tensor: Tensor, index):
-    """``Tensor.__getitem__``: one integer index tensor reads rows, anything else is basic indexing."""
+    """``Tensor.__getitem__``: one integer index tensor reads rows, anything else is basic indexing.
+
+    >>> import graphc as gc
+    >>> gc.arange(6).reshape(3, 2)[[2, 0]].numpy().tolist(), gc.arange(6).reshape(3, 2)[1, 1:].numpy().tolist()
+    ([[4, 5], [0, 1]], [3])
+    """
     rows = _int_index(index)
     if rows is not None:
         return take_rows(tensor, rows)

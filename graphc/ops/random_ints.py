@@ -4,8 +4,8 @@ PyTorch's; the distributions are the same).
 >>> import graphc as gc
 >>> gc.manual_seed(0)
 >>> r = gc.randint(0, 10, (4,))
->>> r.dtype, r.shape, bool(((r >= 0) & (r < 10)).all())
-(DType.int64, (4,), True)
+>>> r.dtype.name, r.shape, int(r.min()) >= 0, int(r.max()) < 10
+('int64', (4,), True, True)
 >>> sorted(gc.randperm(5).numpy().tolist())
 [0, 1, 2, 3, 4]
 """
@@ -23,7 +23,13 @@ from .surface import torchsymbol
 @torchsymbol(method=False, functional=False)
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Integers uniform in ``[low, high)`` (``randint(high, size)`` starts at 0), int64 unless
-    ``dtype`` says otherwise (PyTorch's signature)."""
+    ``dtype`` says otherwise (PyTorch's signature). Drawn eagerly: inside a traced step the
+    draw is a constant of the plan (draw outside the step and pass it in, as the examples do).
+
+    >>> import graphc as gc
+    >>> gc.randint(3, (2, 2)).shape, gc.randint(5, 6, (3,)).numpy().tolist()
+    ((2, 2), [5, 5, 5])
+    """
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if size is None or high is None:
@@ -38,7 +44,14 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 @torchsymbol(method=False, functional=False)
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise)."""
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise; eager, as
+    ``randint``).
+
+    >>> import graphc as gc
+    >>> p = gc.randperm(4)
+    >>> p.dtype.name, sorted(p.numpy().tolist())
+    ('int64', [0, 1, 2, 3])
+    """
     draws = numpy_generator(generator).permutation(int(n))
     return creation.tensor(draws, dtype=DType.from_any(dtype) if dtype is not None else DType.int64, device=device,
                            requires_grad=requires_grad)

@@ -239,14 +239,25 @@ def _scatter_rows(rows: Tensor, src: Tensor, n: int) -> Tensor:
 
 
 def to_dense(sparse: SparseTensor) -> Tensor:
-    """The dense form of a sparse COO tensor (gradients flow to its values)."""
+    """The dense form of a sparse COO tensor (gradients flow to its values; duplicates add).
+
+    >>> import graphc as gc
+    >>> to_dense(gc.sparse_coo_tensor([[1, 1]], [2.0, 3.0], (2,))).numpy().tolist()
+    [0.0, 5.0]
+    """
     sizes = sparse.shape[:sparse.sparse_dim()]
     flat = _scatter_rows(_flat_positions(sparse), sparse._values_t, int(np.prod(sizes, dtype=np.int64)))
     return flat.reshape(*sparse.shape)
 
 
 def coalesce(sparse: SparseTensor) -> SparseTensor:
-    """Unique sorted indices with summed values (eager: the result's nnz depends on the data)."""
+    """Unique sorted indices with summed values (eager: the result's nnz depends on the data).
+
+    >>> import graphc as gc
+    >>> c = coalesce(gc.sparse_coo_tensor([[2, 0, 2]], [1.0, 2.0, 3.0], (3,)))
+    >>> c.indices().numpy().tolist(), c.values().numpy().tolist()
+    ([[0, 2]], [2.0, 4.0])
+    """
     if sparse._indices_t._tracer is not None or sparse._values_t._tracer is not None:
         raise TraceError("coalesce() of a traced sparse tensor has a data-dependent number of entries; coalesce "
                          "before compiling (or use the uncoalesced tensor: products add duplicates anyway)")
