@@ -52,6 +52,14 @@ def test_to_sparse_matches_torch():
     np.testing.assert_array_equal(s.indices().numpy(), t.indices().numpy())
     np.testing.assert_array_equal(s.values().numpy(), t.values().numpy())
     np.testing.assert_array_equal(s.to_dense().numpy(), x)
+    # gradients reach the dense tensor through the values, as PyTorch's
+    g, tx = gc.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (g.to_sparse().values() * gc.tensor([1.0, 2.0, 3.0])).sum().backward()
+    (tx.to_sparse().values() * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(g.grad.numpy(), tx.grad.numpy())
+    h, th = gc.tensor(x).to_sparse(1), torch.tensor(x).to_sparse(1)  # hybrid: rows as dense values
+    np.testing.assert_array_equal(h.indices().numpy(), th.indices().numpy())
+    np.testing.assert_array_equal(h.values().numpy(), th.values().numpy())
 
 
 @pytest.mark.parametrize("how", ["spmm", "sparse.mm", "mm", "matmul", "@", "method"])

@@ -334,12 +334,14 @@ def matmul(input, other):
 @torchsymbol(top=False, functional=False)
 def to_sparse(self, sparse_dim=None, *, layout=None) -> SparseTensor:
     """The sparse COO form of a dense tensor: its nonzero entries (eager only: their number
-    depends on the data).
+    depends on the data), read from the tensor so that gradients reach it through the values.
 
     >>> import graphc as gc
     >>> gc.tensor([0.0, 5.0]).to_sparse()._values().numpy().tolist()
     [5.0]
     """
+    from .int_index import take_rows
+
     if layout not in (None, "sparse_coo") and str(layout).split(".")[-1] != "sparse_coo":
         raise GraphcError(f"to_sparse: graphc has the sparse_coo layout only, got {layout}")
     if self._tracer is not None:
@@ -350,7 +352,9 @@ def to_sparse(self, sparse_dim=None, *, layout=None) -> SparseTensor:
     lead = array.reshape(*array.shape[:sparse_dim], -1) if sparse_dim < array.ndim else array[..., None]
     where = np.nonzero(np.any(lead != 0, axis=-1))
     indices = np.stack(where).astype(np.int64).reshape(sparse_dim, -1)
-    values = creation.tensor(array[where]).to(self.device)
+    flat = np.ravel_multi_index(where, array.shape[:sparse_dim]) if sparse_dim else np.zeros(0, np.int64)
+    rows = self.reshape(-1, *self.shape[sparse_dim:])
+    values = take_rows(rows, creation.tensor(np.asarray(flat, np.int64)).to(self.device))
     return SparseTensor(creation.tensor(indices).to(self.device), values, tuple(self.shape), coalesced=True)
 
 
