@@ -55,3 +55,19 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     draws = numpy_generator(generator).permutation(int(n))
     return creation.tensor(draws, dtype=DType.from_any(dtype) if dtype is not None else DType.int64, device=device,
                            requires_grad=requires_grad)
+
+
+@torchsymbol(method=False, functional=False)
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """``randint`` of ``input``'s shape and dtype (``randint_like(x, high)`` starts at 0).
+
+    >>> import graphc as gc
+    >>> r = gc.randint_like(gc.zeros(2, 3), 4)
+    >>> r.shape, r.dtype.name, int(r.max()) < 4
+    ((2, 3), 'float32', True)
+    """
+    if high is None:
+        low, high = 0, low
+    dtype = input.dtype if dtype is None else dtype
+    return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype,
+                   device=input.device if device is None else device, requires_grad=requires_grad)
