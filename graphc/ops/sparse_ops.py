@@ -26,7 +26,7 @@ from ..core.tensor import Tensor
 from ..ir.errors import GraphcError, ShapeError, TraceError
 from ..ir.types import DType
 from . import creation
-from .surface import TOP_LEVEL, torchsymbol
+from .surface import METHODS, TOP_LEVEL, torchsymbol
 
 _DENSE_MM, _DENSE_MATMUL = TOP_LEVEL["mm"], TOP_LEVEL["matmul"]  # the dense products wrapped below
 
@@ -358,4 +358,16 @@ def to_sparse(self, sparse_dim=None, *, layout=None) -> SparseTensor:
     return SparseTensor(creation.tensor(indices).to(self.device), values, tuple(self.shape), coalesced=True)
 
 
+def dense_to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
+    """``Tensor.to_dense()`` of a dense tensor: itself (cast to ``dtype`` if given), as PyTorch's.
+
+    >>> import graphc as gc
+    >>> t = gc.ones(2)
+    >>> t.to_dense() is t
+    True
+    """
+    return self if dtype is None else self.to(dtype)
+
+
+METHODS["to_dense"] = dense_to_dense
 Tensor.is_sparse = False  # dense tensors answer is_sparse as PyTorch's strided ones do
