@@ -151,6 +151,30 @@ def test_gcn_training_eager_and_compiled_match_torch(double, torch_ref):
         assert_state({k[len("state."):]: v for k, v in got.items() if k.startswith("state.")}, ref, what, **tol)
 
 
+def test_gcn_eval_forward_on_a_renormalised_dense_adjacency_matches_torch(torch_ref):
+    """The file's normalize_adj_dense (``torch.eye``, ``.pow(-0.5)``, ``torch.diag``, ``torch.mm``,
+    ``.to_sparse()``) feeding the model's eval forward: eager and compiled (float64)."""
+    _, model, _, (adj, features, *_) = gcn("graphc", double=True)
+    state, dense = state_of(model), np.asarray(adj.to_dense().numpy() > 0, np.float64)
+    x = features.numpy()
+
+    def run():
+        m, tm, _, _ = gcn("torch", state, double=True)
+        with torch.no_grad():
+            out = tm.eval()(torch.from_numpy(x), m.normalize_adj_dense(torch.from_numpy(dense)))
+        return {"out": out.numpy()}
+
+    ref = torch_ref([state, dense, x], run)
+    m = load_model_file("pygcn", "graphc")
+    norm = m.normalize_adj_dense(gc.from_numpy(dense))
+    assert norm.is_sparse and norm.is_coalesced()
+    model.eval()
+    with gc.no_grad():
+        assert_close(model(gc.from_numpy(x), norm).numpy(), ref["out"], "renormalised eager", rtol=1e-12, atol=1e-14)
+    plan = gc.compile(lambda f: model(f, norm), (x,))
+    assert_close(plan(x), ref["out"], "renormalised compiled", rtol=1e-12, atol=1e-14)
+
+
 def test_gcn_trains_with_dropout_on_graphc():
     """The example's settings (dropout 0.5, 40 epochs): the training loss falls and test() runs."""
     m, model, optimizer, (adj, features, labels, idx_train, idx_val, idx_test) = gcn("graphc", dropout=0.5)

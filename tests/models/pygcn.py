@@ -100,6 +100,15 @@ def sparse_mx_to_torch_sparse_tensor(row, col, data, shape):
     return torch.sparse_coo_tensor(indices, values, shape)
 
 
+def normalize_adj_dense(adj):
+    """The symmetric renormalisation of the GCN paper, D^-1/2 (A + I) D^-1/2, on a dense
+    adjacency tensor (as GCN ports without scipy write it), returned sparse."""
+    adj = adj + torch.eye(adj.size(0), dtype=adj.dtype)
+    d_inv_sqrt = adj.sum(1).pow(-0.5)
+    d_mat_inv_sqrt = torch.diag(d_inv_sqrt)
+    return torch.mm(torch.mm(d_mat_inv_sqrt, adj), d_mat_inv_sqrt).to_sparse()
+
+
 def load_data(n_nodes=40, n_feat=12, n_class=3, seed=0):
     """A synthetic graph: nodes of a class share neighbours and features more often."""
     rng = np.random.RandomState(seed)
