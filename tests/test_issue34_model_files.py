@@ -123,7 +123,8 @@ def test_gcn_construction_and_init_match_torch(torch_ref):
 
     def run():
         _, tm, _, _ = gcn("torch", state)
-        return {"keys": np.array(list(tm.state_dict())), "dtypes": np.array([str(v.dtype) for v in tm.state_dict().values()])}
+        return {"keys": np.array(list(tm.state_dict())),
+                "dtypes": np.array([str(v.dtype) for v in tm.state_dict().values()])}
 
     ref = torch_ref([state], run)
     assert list(state) == ref["keys"].tolist()

@@ -46,6 +46,8 @@ def test_integer_index_values_and_gradients_match_torch(index):
     if np.ndim(index) == 1:  # a flat list of ints too (a nested list is a tuple of indices to PyTorch)
         np.testing.assert_array_equal(gc.tensor(x)[index].numpy(), x[np.array(index)])
     np.testing.assert_array_equal(gc.tensor(x)[np.array(index)].numpy(), x[np.array(index)])
+    np.testing.assert_array_equal(gc.tensor(x)[gc.tensor(index), :].numpy(), x[np.array(index), :])
+    np.testing.assert_array_equal(gc.tensor(x)[gc.tensor(index), ...].numpy(), x[np.array(index), ...])
 
 
 def test_integer_index_compiles_with_constant_and_traced_indices():

@@ -58,13 +58,18 @@ def take_rows(tensor: Tensor, index: Tensor) -> Tensor:
 
 
 def getitem(tensor: Tensor, index):
-    """``Tensor.__getitem__``: one integer index tensor reads rows, anything else is basic indexing.
+    """``Tensor.__getitem__``: one integer index tensor (alone, or followed by ``:`` / ``...``)
+    reads rows, anything else is basic indexing.
 
     >>> import graphc as gc
     >>> gc.arange(6).reshape(3, 2)[[2, 0]].numpy().tolist(), gc.arange(6).reshape(3, 2)[1, 1:].numpy().tolist()
     ([[4, 5], [0, 1]], [3])
     """
     rows = _int_index(index)
+    if rows is None and isinstance(index, tuple) and index and all(  # x[idx, :] and x[idx, ...] read rows too
+            i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in index[1:]) \
+            and sum(i is Ellipsis for i in index) <= 1 and sum(isinstance(i, slice) for i in index) < tensor.ndim:
+        rows = _int_index(index[0])
     if rows is not None:
         return take_rows(tensor, rows)
     return basic_getitem(tensor, index)
