@@ -9,7 +9,11 @@ import pytest
 
 import graphc as gc
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # CI installs torch; the tests without PyTorch as their oracle still run
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is this test's oracle")
 
 
 def test_randint_and_randperm_follow_torchs_signatures_and_the_seed():
@@ -31,6 +35,7 @@ def test_randint_and_randperm_follow_torchs_signatures_and_the_seed():
         gc.randint(4, 4, (2,))
 
 
+@needs_torch
 @pytest.mark.parametrize("index", [[2, 0, 2], [[1, -1], [0, 0]], [-3]], ids=["repeated", "2d_negative", "one"])
 def test_integer_index_values_and_gradients_match_torch(index):
     x = np.random.default_rng(0).standard_normal((3, 4))

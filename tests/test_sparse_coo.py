@@ -10,7 +10,11 @@ import pytest
 
 import graphc as gc
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # CI installs torch; the tests without PyTorch as their oracle still run
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is this test's oracle")
 
 M, K, F, NNZ = 5, 4, 3, 9
 
@@ -27,6 +31,7 @@ def torch_sparse(indices, values, requires_grad=False):
     return torch.sparse_coo_tensor(torch.from_numpy(indices), v, (M, K)), v
 
 
+@needs_torch
 def test_construction_and_dense_form_match_torch():
     indices, values, _ = coo(np.random.default_rng(0))
     s = gc.sparse_coo_tensor(gc.tensor(indices), gc.tensor(values), gc.Size((M, K)))
@@ -46,6 +51,7 @@ def test_construction_and_dense_form_match_torch():
     np.testing.assert_array_equal(h.to_dense().numpy(), [[1, 2], [0, 0], [3, 4]])
 
 
+@needs_torch
 def test_to_sparse_matches_torch():
     x = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]])
     s, t = gc.tensor(x).to_sparse(), torch.tensor(x).to_sparse()
@@ -62,6 +68,7 @@ def test_to_sparse_matches_torch():
     np.testing.assert_array_equal(h.values().numpy(), th.values().numpy())
 
 
+@needs_torch
 @pytest.mark.parametrize("how", ["spmm", "sparse.mm", "mm", "matmul", "@", "method"])
 def test_product_and_gradients_match_torch(how):
     indices, values, dense = coo(np.random.default_rng(1))
@@ -84,6 +91,7 @@ def test_product_and_gradients_match_torch(how):
     np.testing.assert_allclose(gv.grad.numpy(), tv.grad.numpy(), rtol=1e-13, atol=1e-15)
 
 
+@needs_torch
 def test_matrix_vector_and_addmm_match_torch():
     indices, values, dense = coo(np.random.default_rng(3))
     t, _ = torch_sparse(indices, values)
@@ -122,6 +130,7 @@ def edge_weighted(lib, indices, values):
     return EdgeWeighted()
 
 
+@needs_torch
 def test_compiled_training_step_updates_the_values_as_torch():
     """SGD on the values of a sparse matrix, compiled: the gradient to the values in a plan."""
     indices, values, dense = coo(np.random.default_rng(6))
