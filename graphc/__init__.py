@@ -21,6 +21,7 @@ from .random import Generator, manual_seed  # noqa: E402
 from .core.tensor import Tensor  # noqa: E402
 from .core.device import device  # noqa: E402
 from .core.device import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: E402,F401
+from .core.size import Size  # noqa: E402  (torch.Size)
 from .ops.creation import (arange, as_tensor, cat, concat, empty, from_numpy, full,  # noqa: E402
                        ones, ones_like, rand, rand_like, randn, randn_like, stack, tensor, zeros, zeros_like)
 from . import autograd  # noqa: E402
@@ -48,6 +49,8 @@ from .ops import sorting as _sorting  # noqa: E402,F401  (sort, argsort, kthvalu
 from .ops import searching as _searching  # noqa: E402,F401  (searchsorted, bucketize, histc, histogram)
 from .ops import data_dependent as _data_dependent  # noqa: E402,F401  (nonzero, masked_select, unique: eager only)
 from .ops import masked_index as _masked_index  # noqa: E402,F401  (gc._unsafe_masked_index, ...)
+from .ops import sparse_ops as _sparse_ops  # noqa: E402,F401  (gc.sparse_coo_tensor, gc.spmm, Tensor.to_sparse)
+from .ops import random_ints as _random_ints  # noqa: E402,F401  (randperm)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 from .core.out_arg import with_out as _with_out  # noqa: E402
@@ -64,6 +67,7 @@ from .core.control_flow import cond, scan, while_loop  # noqa: E402
 from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
+from . import sparse  # noqa: E402  (torch.sparse: mm, addmm, FloatTensor)
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
 from . import special  # noqa: E402  (torch.special: gc.special.erfcx, gc.special.zeta, ...)
 from . import signal  # noqa: E402  (torch.signal.windows: hann, kaiser, ...)

@@ -158,18 +158,21 @@ def _basic(tensor, index):
 
 
 def _broadcast(tensors):
-    """The index tensors broadcast to one shape (symbolic sizes kept)."""
+    """The index tensors broadcast to one shape (symbolic sizes kept: compared by their
+    ``dims``, never as numbers, which would pin the batch)."""
+    if len(tensors) == 1:
+        return tensors, list(tensors[0].shape)
     rank = max(t.ndim for t in tensors)
-    shape = [1] * rank
+    shape, dims = [1] * rank, [1] * rank
     for t in tensors:
-        for k, size in enumerate(t.shape):
+        for k, (size, dim) in enumerate(zip(t.shape, t.dims)):
             at = rank - t.ndim + k
-            if not (isinstance(size, int) and size == 1):
-                if isinstance(shape[at], int) and shape[at] != 1 and isinstance(size, int) and size != shape[at]:
+            if dim != 1:
+                if dims[at] != 1 and dim != dims[at]:
                     raise GraphcError(f"shape mismatch: indexing tensors could not be broadcast together with "
-                                      f"shapes {[tuple(x.shape) for x in tensors]}")
-                shape[at] = size
-    return [t if tuple(t.shape) == tuple(shape) else t.expand(*shape) for t in tensors], shape
+                                      f"shapes {[tuple(x.dims) for x in tensors]}")
+                shape[at], dims[at] = size, dim
+    return [t if tuple(t.dims) == tuple(dims) else t.expand(*shape) for t in tensors], shape
 
 
 def _check_bounds(t, size, dim):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.grad_mode import no_grad
+from ..core.grad_mode import enable_grad, no_grad
 from ..core.symint import SymInt
 from ..core.tensor import Tensor
 from ..core.tracer import current_tracer
@@ -96,7 +96,9 @@ def draw(shape, like: Tensor, distribution: str) -> Tensor:
 
 class lazy_property:
     """A parameter derived on first read and then kept (``probs`` of a Categorical given
-    ``logits``); as PyTorch's, it is not validated (the given parameter is)."""
+    ``logits``); as PyTorch's, it is not validated (the given parameter is), and it is derived
+    with gradients recorded even when first read under ``no_grad`` (``sample()`` reads
+    ``logits`` there; a later ``log_prob`` must still reach the parameters)."""
 
     def __init__(self, fn):
         self.fn = fn
@@ -105,7 +107,8 @@ class lazy_property:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        value = self.fn(instance)
+        with enable_grad():
+            value = self.fn(instance)
         instance.__dict__[self.fn.__name__] = value
         return value
 

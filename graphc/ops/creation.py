@@ -266,7 +266,20 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
-    return apply("concat", list(tensors), {"dim": dim})
+    """Tensors joined along ``dim``. Joined along a traced symbolic dim (the batch: the
+    forward-forward loss's ``cat([g_pos, g_neg])``), the result's size is a sum of symbols,
+    which a plan's shapes cannot hold: the dim is pinned to its example size and the step
+    traced again, so the plan runs at that size (as when ``x.size(0)`` is used as a number).
+
+    >>> import graphc as gc
+    >>> gc.cat([gc.zeros(2, 3), gc.ones(1, 3)]).shape
+    (3, 3)
+    """
+    tensors = list(tensors)
+    for t in tensors:
+        if t._tracer is not None and t.ndim and not isinstance(t.dims[dim % t.ndim], int):
+            t._tracer.fix_size(t.dims[dim % t.ndim])
+    return apply("concat", tensors, {"dim": dim})
 
 
 concat = cat

@@ -18,8 +18,8 @@ from ..core.inplace import _in_place, _need_float, _write
 from ..core.tensor import Tensor
 from ..ir.errors import GraphcError
 from ..ir.types import DType
-from ..random import generator as _generator
-from .creation import _draw, _draw_like, shape_args
+from ..random import generator as _generator, numpy_generator
+from .creation import _draw, _draw_like, shape_args, tensor
 from .surface import torchsymbol
 
 _METHOD_ONLY = dict(top=False, functional=False)
@@ -51,11 +51,14 @@ def randint(*args, size=None, dtype=None, device=None, requires_grad=False, gene
     if not int(low) < int(high):
         raise GraphcError(f"randint expects low < high, got low={low}, high={high}")
     dtype = DType.from_any(dtype) if dtype is not None else DType.int64
+    if generator is not None:  # a gc.Generator's own stream: eager numbers
+        draws = numpy_generator(generator).integers(int(low), int(high), tuple(int(d) for d in _sized(size)))
+        return tensor(draws, dtype=dtype, device=device)
     return _integers(_draw(_sized(size), "uniform", DType.float64, device, False), int(low), int(high), dtype)
 
 
 def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None, memory_format=None,
-                 requires_grad=False):
+                 requires_grad=False, generator=None):
     """``randint`` of ``input``'s shape (and dtype, unless ``dtype`` is given):
     ``randint_like(x, high)`` or ``randint_like(x, low, high)``.
 
@@ -66,6 +69,8 @@ def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None, me
     if high is None:
         low, high = 0, low
     dtype = DType.from_any(dtype) if dtype is not None else input.dtype
+    if generator is not None and input._tracer is None:
+        return randint(low, high, tuple(input.shape), dtype=dtype, device=device, generator=generator)
     return _integers(_uniform_like(input, DType.float64), int(low), int(high), dtype)
 
 
