@@ -59,8 +59,8 @@ import graphc as gc
 from conftest import HAVE_TORCH
 from graphc.data import DataLoader, TensorDataset
 from test_pytorch_models import (ATOL, EPOCHS, LOSS_LINE, RTOL, SEED, TEST_BATCH, TRAIN_BATCH, TRAIN_N, Args,
-                                 assert_state_matches, load_model_file, mnist_setup, recorded_state,
-                                 snapshot, token_batches, torch_mnist, torch_state)
+                                 assert_state_matches, load_model_file, mnist_refs, mnist_setup, recorded_state,
+                                 snapshot, token_batches, torch_state)
 
 if HAVE_TORCH:
     import torch
@@ -263,7 +263,7 @@ def test_mnist_example_eager_and_compiled(torch_ref):
     final weights agree with PyTorch's, and the compiled run with the eager one."""
     m = load_model_file("mnist", "graphc")
     gm, state, train, test = mnist_setup()
-    ref = torch_ref([state, train, test, EPOCHS, TRAIN_BATCH, TEST_BATCH], lambda: torch_mnist(state, train, test))
+    ref, ref64 = mnist_refs(torch_ref, state, train, test)
     device = gc.device("cpu")
     train_loader, test_loader = (DataLoader(TensorDataset(*xy), batch_size=b) for xy, b in
                                  ((train, TRAIN_BATCH), (test, TEST_BATCH)))
@@ -283,7 +283,7 @@ def test_mnist_example_eager_and_compiled(torch_ref):
         assert correct == int(want_correct), f"epoch {epoch}: {correct} correct, torch {int(want_correct)}"
         np.testing.assert_allclose(test_loss, want_loss, rtol=RTOL, err_msg=f"eager epoch {epoch} test loss")
         scheduler.step()
-    assert_state_matches(gm, ref)
+    assert_state_matches(gm, ref, ref64=ref64)
     eager_state = snapshot(gm)
 
     # compiled: make_train_step, one plan for every epoch
@@ -304,5 +304,5 @@ def test_mnist_example_eager_and_compiled(torch_ref):
                                    err_msg=f"compiled epoch {epoch}")
         scheduler.step()
     assert step.graph is graph, "changing the learning rate recompiled the plan"
-    assert_state_matches(cm, ref)
+    assert_state_matches(cm, ref, ref64=ref64)
     assert_same_run(snapshot(cm), eager_state, "MNIST compiled vs eager state")

@@ -70,6 +70,8 @@ FWD_RTOL = 1e-5
 # (c), (e): the tolerances of tests/test_train_torch.py (PyTorch's update rules exactly: N
 # steps agree to float32 rounding), for losses, parameters and buffers after every run here.
 # Measured: losses within 6e-7, parameters within 0.3 of the tolerance (GPT's c_attn.weight).
+# (e)'s final weights, three epochs on, may miss these where PyTorch's float32 run is itself
+# the less accurate: PyTorch's float64 run arbitrates (mnist_refs, assert_near).
 RTOL = 1e-4
 ATOL = 1e-6
 
@@ -427,10 +429,39 @@ def graphc_train(case, gm, batches):
     return np.array(losses), [",".join(names[id(p)] for p in g["params"]) for g in opt.param_groups]
 
 
-def assert_state_matches(gm, ref, skip=()):
+def assert_near(got, want, tol, what, want64=None):
+    """|got - want| <= tol entry by entry (``tol`` an array, or a number), with a float64 arbiter.
+
+    ``want64`` (optional) is PyTorch's float64 run of the same computation. Over many training
+    steps two float32 implementations drift apart by more than their per-step agreement: every
+    step's rounding (the order of a convolution's or a matmul's sums: numpy/OpenBLAS against
+    oneDNN, whose kernels differ between CPUs) feeds the next, and an adaptive optimizer rescales
+    it. Where graphc's float32 value misses PyTorch's float32 value, the difference stands unless
+    graphc is within ``tol`` of PyTorch's float64 value or no further from it than PyTorch's own
+    float32 value is: then it is PyTorch's float32 rounding, not graphc, that makes the
+    difference (the rule of tests/op_db_mapping.py's ``_arbitrate``, widened to "at least as
+    accurate as PyTorch's float32")."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    err = np.abs(got - want)
+    bad = ~(err <= tol)
+    if want64 is not None and bad.any():
+        want64 = np.asarray(want64, np.float64)
+        err64 = np.abs(got - want64)
+        bad &= ~((err64 <= tol) | (err64 <= np.abs(want - want64)))
+    if bad.any():
+        i = np.unravel_index(np.argmax(np.where(bad, err - tol, -np.inf)), bad.shape)
+        f64 = "" if want64 is None else f", torch float64 {want64[i]:.10g}"
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} entries beyond tolerance; worst at "
+                             f"{tuple(int(j) for j in i)}: graphc {got[i]:.10g}, torch {want[i]:.10g}{f64} "
+                             f"(|diff| {err[i]:.3g}, allowed {np.broadcast_to(tol, bad.shape)[i]:.3g})")
+
+
+def assert_state_matches(gm, ref, skip=(), ref64=None):
     """Every parameter and buffer against PyTorch's (num_batches_tracked exactly); tensors
-    recorded as samples and sums (``recorded_state``) through those."""
+    recorded as samples and sums (``recorded_state``) through those. ``ref64``: PyTorch's
+    float64 run of the same loop, the arbiter of float32 differences (``assert_near``)."""
     tsd = {k[len("state."):]: v for k, v in ref.items() if k.startswith("state.")}
+    t64 = {k[len("state."):]: v for k, v in (ref64 or {}).items() if k.startswith("state.")}
     gsd = gm.state_dict()
     assert list(gsd) == list(dict.fromkeys(k.split("@")[0] for k in tsd))
     for key, got in gsd.items():
@@ -438,20 +469,21 @@ def assert_state_matches(gm, ref, skip=()):
         if key in skip:
             continue
         if key not in tsd:
-            np.testing.assert_allclose(got.ravel()[sample_index(got.size)], tsd[f"{key}@sample"], rtol=RTOL,
-                                       atol=ATOL, err_msg=f"{key} (sampled entries) differs from torch")
+            want = tsd[f"{key}@sample"]
+            assert_near(got.ravel()[sample_index(got.size)], want, ATOL + RTOL * np.abs(want.astype(np.float64)),
+                        f"{key} (sampled entries) differs from torch", t64.get(f"{key}@sample"))
             rows = got.reshape(got.shape[0], -1).astype(np.float64)
             for axis, part in ((1, "rows"), (0, "cols"))[:1 if rows.shape[1] > SUMS else 2]:
                 size = np.abs(rows).sum(axis)
-                np.testing.assert_array_less(np.abs(rows.sum(axis) - tsd[f"{key}@{part}"]),
-                                             RTOL * size + ATOL * rows.shape[axis] + 1e-30,
-                                             err_msg=f"{key}: sums of its {part} differ from torch's")
+                assert_near(rows.sum(axis), tsd[f"{key}@{part}"], RTOL * size + ATOL * rows.shape[axis] + 1e-30,
+                            f"{key}: sums of its {part} differ from torch's", t64.get(f"{key}@{part}"))
             continue
         want = tsd[key]
         if key.endswith("num_batches_tracked"):
             assert int(got) == int(want), f"{key}: {int(got)} != torch {int(want)}"
         else:
-            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{key} differs from torch")
+            assert_near(got, want, ATOL + RTOL * np.abs(want.astype(np.float64)), f"{key} differs from torch",
+                        t64.get(key))
 
 
 STEPS = 6
@@ -536,14 +568,17 @@ def mnist_setup():
     return gm, snapshot(gm), mnist_data(TRAIN_N, 1), mnist_data(TEST_N, 2)
 
 
-def torch_mnist(state, train, test) -> dict:
-    """The example's main loop, as written, on PyTorch: train(), test(), scheduler.step()."""
+def torch_mnist(state, train, test, dtype="float32") -> dict:
+    """The example's main loop, as written, on PyTorch: train(), test(), scheduler.step().
+    ``dtype="float64"``: the same loop with the weights and images upcast; only its final state
+    is returned (``mnist_refs``)."""
     m = load_model_file("mnist", "torch")
-    model = torch_twin("mnist", state)
+    model = torch_twin("mnist", state).to(getattr(torch, dtype))
     model.dropout1.p = model.dropout2.p = 0.0
     device = torch.device("cpu")
     def loader(xy, batch_size):
-        dataset = torch.utils.data.TensorDataset(torch.from_numpy(xy[0]), torch.from_numpy(xy[1]))
+        dataset = torch.utils.data.TensorDataset(torch.from_numpy(xy[0]).to(getattr(torch, dtype)),
+                                                 torch.from_numpy(xy[1]))
         return torch.utils.data.DataLoader(dataset, batch_size=batch_size)
 
     train_loader, test_loader = loader(train, TRAIN_BATCH), loader(test, TEST_BATCH)
@@ -557,7 +592,23 @@ def torch_mnist(state, train, test) -> dict:
         out[f"losses{epoch}"] = np.array([float(v) for v in LOSS_LINE.findall(printed.getvalue())])
         out[f"lr{epoch}"] = np.array(optimizer.param_groups[0]["lr"])
         scheduler.step()
-    return {**out, **recorded_state(torch_state(model))}
+    state = recorded_state(torch_state(model))
+    return {**out, **state} if dtype == "float32" else state
+
+
+def mnist_refs(torch_ref, state, train, test) -> tuple[dict, dict]:
+    """PyTorch's float32 run of the example (the reference) and its float64 run, which arbitrates
+    float32 differences in the final weights (``assert_near``). Three epochs of Adadelta carry
+    the float32 rounding of every step: PyTorch's float32 weights themselves end up 1.1e-5 from
+    its float64 ones in conv1.weight (max |w| 0.35), 2.5e-5 in conv2.weight (measured on an AVX2
+    CPU), and how they round depends on the CPU's oneDNN kernels: graphc matches the recorded
+    float32 run to 6e-8, while live on an AVX2 machine one conv1.weight entry missed by 1.4e-6,
+    graphc the nearer to float64 (2.7e-6 away, PyTorch's float32 4.1e-6; over all of conv1.weight
+    the RMS distances to float64 are 1.7e-6 for graphc, 1.9e-6 for PyTorch's float32).
+    Regenerate both with ``python tests/record_torch_refs.py -k mnist_example``."""
+    inputs = [state, train, test, EPOCHS, TRAIN_BATCH, TEST_BATCH]
+    return (torch_ref(inputs, lambda: torch_mnist(state, train, test)),
+            torch_ref(inputs, lambda: torch_mnist(state, train, test, "float64"), name="float64"))
 
 
 def test_mnist_example_matches_torch(torch_ref):
@@ -567,7 +618,7 @@ def test_mnist_example_matches_torch(torch_ref):
     same loss and the same number of correct predictions; the final weights agree."""
     m = load_model_file("mnist", "graphc")
     gm, state, train, test = mnist_setup()
-    ref = torch_ref([state, train, test, EPOCHS, TRAIN_BATCH, TEST_BATCH], lambda: torch_mnist(state, train, test))
+    ref, ref64 = mnist_refs(torch_ref, state, train, test)
     optimizer, scheduler = m.make_optimizer(gm)
     # the same loaders as torch's side: graphc.data's, yielding gc.Tensor batches that .to(device) moves
     train_loader, test_loader = (DataLoader(TensorDataset(*xy), batch_size=b) for xy, b in
@@ -586,7 +637,7 @@ def test_mnist_example_matches_torch(torch_ref):
         assert correct == int(want_correct), f"epoch {epoch}: {correct} correct, torch {int(want_correct)}"
         np.testing.assert_allclose(test_loss, want_loss, rtol=RTOL, err_msg=f"epoch {epoch} test loss")
         scheduler.step()
-    assert_state_matches(gm, ref)
+    assert_state_matches(gm, ref, ref64=ref64)
     counts = [int(ref[f"test{epoch}"][1]) for epoch in range(1, EPOCHS + 1)]
     assert counts == sorted(counts) and counts[-1] > TEST_N // 2, f"the example should learn the templates: {counts}"
 
