@@ -1,0 +1,396 @@
+"""More elementwise math of issue #34, each a composite over existing ops (autodiff gives
+the gradients): addcmul, addcdiv, rsub, ``Tensor.__rdiv__``/``__mod__``/``__rmod__``,
+clamp_min/clamp_max, float_power, fmax/fmin, heaviside, ldexp, lerp, logaddexp(2), logit,
+nan_to_num, sgn, signbit, sinc, isreal, isclose, allclose, equal and isin.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.dispatch import apply
+from ..core.tensor import Tensor
+from ..ir.errors import ShapeError
+from ..ir.types import DType
+from ._pinning import pin_broadcast
+from .functions import clamp
+from .surface import torchsymbol
+
+_METHOD_AND_TOP = dict(functional=False)
+_METHOD_ONLY = dict(top=False, functional=False)
+
+
+def _float(x):
+    return x if not isinstance(x, Tensor) or x.dtype.is_float else x.cast(DType.float32)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2`` (broadcast).
+
+    >>> import graphc as gc
+    >>> gc.addcmul(gc.ones(2), gc.tensor([1.0, 2.0]), gc.tensor([3.0, 4.0]), value=0.5).numpy().tolist()
+    [2.5, 5.0]
+    """
+    pin_broadcast(input, tensor1, tensor2)
+    product = apply("mul", [tensor1, tensor2])
+    return apply("add", [input, product if value == 1 else apply("mul", [product, value])])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2`` (broadcast; floating-point tensors, as PyTorch).
+
+    >>> import graphc as gc
+    >>> gc.addcdiv(gc.ones(2), gc.tensor([1.0, 2.0]), gc.tensor([2.0, 4.0])).numpy().tolist()
+    [1.5, 1.5]
+    """
+    if not (tensor1.dtype.is_float and tensor2.dtype.is_float):
+        raise ShapeError("addcdiv divides integer tensors: use addcmul with a reciprocal or cast to float (as PyTorch)")
+    pin_broadcast(input, tensor1, tensor2)
+    quotient = apply("div", [tensor1, tensor2])
+    return apply("add", [input, quotient if value == 1 else apply("mul", [quotient, value])])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input`` (``sub`` with the operands swapped).
+
+    >>> import graphc as gc
+    >>> gc.rsub(gc.tensor([1.0, 2.0]), 10.0).numpy().tolist()
+    [9.0, 8.0]
+    """
+    pin_broadcast(input, other)
+    return apply("sub", [other, input if alpha == 1 else apply("mul", [input, alpha])])
+
+
+@torchsymbol(**_METHOD_ONLY)
+def __rdiv__(self, other):
+    """``other / self`` (PyTorch keeps Python 2's name next to ``__rtruediv__``)."""
+    pin_broadcast(self, other)
+    return apply("div", [other, self])
+
+
+@torchsymbol(**_METHOD_ONLY)
+def __mod__(self, other):
+    """``self % other``: Python's remainder, with the divisor's sign (``remainder``).
+
+    >>> import graphc as gc
+    >>> (gc.tensor([5.0, -5.0]) % 3).numpy().tolist()
+    [2.0, 1.0]
+    """
+    return apply("remainder", [self, other])
+
+
+@torchsymbol(**_METHOD_ONLY)
+def __rmod__(self, other):
+    """``other % self``."""
+    pin_broadcast(self, other)
+    return apply("remainder", [other, self])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def clamp_min(input, min):  # noqa: A002 - PyTorch's argument name
+    """``clamp(input, min=min)``.
+
+    >>> import graphc as gc
+    >>> gc.clamp_min(gc.tensor([-1.0, 2.0]), 0.0).numpy().tolist()
+    [0.0, 2.0]
+    """
+    pin_broadcast(input, min)
+    return clamp(input, min=min)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def clamp_max(input, max):  # noqa: A002 - PyTorch's argument name
+    """``clamp(input, max=max)``.
+
+    >>> import graphc as gc
+    >>> gc.clamp_max(gc.tensor([-1.0, 2.0]), 0.0).numpy().tolist()
+    [-1.0, 0.0]
+    """
+    pin_broadcast(input, max)
+    return clamp(input, max=max)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def float_power(input, exponent):
+    """``input ** exponent`` in float64, whatever the operands' dtypes (as PyTorch).
+
+    >>> import graphc as gc
+    >>> gc.float_power(gc.tensor([2, 3]), 2).dtype
+    <DType.float64: 'f64'>
+    """
+    pin_broadcast(input, exponent)
+    base = input.cast(DType.float64) if isinstance(input, Tensor) else float(input)
+    power = exponent.cast(DType.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return apply("pow", [base, power])
+
+
+def _nan_ignoring(input, other, keep_input):
+    """fmax/fmin: ``keep_input`` where input wins or other is NaN; the gradient goes whole to
+    the chosen operand (ties to input), as PyTorch's."""
+    pin_broadcast(input, other)
+    if not input.dtype.is_float and not (isinstance(other, Tensor) and other.dtype.is_float):
+        return apply("where", [apply(keep_input, [input, other]), input, other])
+    choose = apply("logical_or", [apply(keep_input, [input, other]), apply("isnan", [other])])
+    return apply("where", [choose, input, other])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def fmax(input, other):
+    """The elementwise maximum ignoring NaN (NaN only where both are).
+
+    >>> import graphc as gc
+    >>> gc.fmax(gc.tensor([1.0, float("nan")]), gc.tensor([float("nan"), 2.0])).numpy().tolist()
+    [1.0, 2.0]
+    """
+    return _nan_ignoring(input, other, "ge")
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def fmin(input, other):
+    """The elementwise minimum ignoring NaN (NaN only where both are).
+
+    >>> import graphc as gc
+    >>> gc.fmin(gc.tensor([1.0, float("nan")]), gc.tensor([float("nan"), 2.0])).numpy().tolist()
+    [1.0, 2.0]
+    """
+    return _nan_ignoring(input, other, "le")
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def heaviside(input, values):
+    """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (NaN gives 0, as PyTorch).
+
+    >>> import graphc as gc
+    >>> gc.heaviside(gc.tensor([-1.0, 0.0, 2.0]), gc.tensor([0.5])).numpy().tolist()
+    [0.0, 0.5, 1.0]
+    """
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        raise ShapeError(f"heaviside takes input and values of one dtype (as PyTorch), got "
+                         f"{input.dtype.name} and {values.dtype.name}")
+    pin_broadcast(input, values)
+    step = apply("gt", [input, 0]).cast(input.dtype)
+    return apply("where", [apply("eq", [input, 0]), values, step])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def ldexp(input, other):
+    """``input * 2 ** other`` (float; ints give float32).
+
+    >>> import graphc as gc
+    >>> gc.ldexp(gc.tensor([1.5]), gc.tensor([3])).numpy().tolist()
+    [12.0]
+    """
+    pin_broadcast(input, other)
+    power = apply("exp2", [other]) if isinstance(other, Tensor) else 2.0 ** other
+    return apply("mul", [_float(input), power])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``, written from the nearer end when |weight| >= 0.5 as
+    PyTorch's kernel does (exact at weight 1).
+
+    >>> import graphc as gc
+    >>> gc.lerp(gc.tensor([0.0, 10.0]), gc.tensor([10.0, 20.0]), 0.25).numpy().tolist()
+    [2.5, 12.5]
+    """
+    pin_broadcast(input, end, weight)
+    span = apply("sub", [end, input])
+    if not isinstance(weight, Tensor):
+        if abs(weight) < 0.5:
+            return apply("add", [input, apply("mul", [span, weight])])
+        return apply("sub", [end, apply("mul", [span, 1.0 - weight])])
+    low = apply("add", [input, apply("mul", [weight, span])])
+    high = apply("sub", [end, apply("mul", [span, apply("sub", [1.0, weight])])])
+    return apply("where", [apply("lt", [weight.abs(), 0.5]), low, high])
+
+
+def _log_add(input, other, exp_fn, scale):
+    """``max + log1p(exp_fn(-|a - b|)) * scale``; equal infinities give themselves."""
+    pin_broadcast(input, other)
+    a, b = _float(input), _float(other)
+    same_inf = apply("logical_and", [apply("isinf", [a]), apply("eq", [a, b])])
+    sa = apply("where", [same_inf, 0.0, a])  # keeps inf - inf (NaN) out of the gradient
+    sb = apply("where", [same_inf, 0.0, b])
+    gap = apply("neg", [apply("abs", [apply("sub", [sa, sb])])])
+    tail = apply("log1p", [apply(exp_fn, [gap])])
+    out = apply("add", [apply("maximum", [sa, sb]), tail if scale == 1 else apply("mul", [tail, scale])])
+    return apply("where", [same_inf, a, out])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def logaddexp(input, other):
+    """``log(exp(input) + exp(other))`` without overflow.
+
+    >>> import graphc as gc
+    >>> round(gc.logaddexp(gc.tensor([1000.0]), gc.tensor([1000.0])).item(), 4)
+    1000.6931
+    """
+    return _log_add(input, other, "exp", 1)
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def logaddexp2(input, other):
+    """``log2(2**input + 2**other)`` without overflow.
+
+    >>> import graphc as gc
+    >>> gc.logaddexp2(gc.tensor([3.0]), gc.tensor([3.0])).item()
+    4.0
+    """
+    return _log_add(input, other, "exp2", 1.0 / math.log(2.0))
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, with p clamped to [eps, 1 - eps] when eps is given (the gradient
+    is then 0 outside, as PyTorch's).
+
+    >>> import graphc as gc
+    >>> gc.logit(gc.tensor([0.5])).item()
+    0.0
+    """
+    p = _float(input)
+    if eps is not None:
+        p = clamp(p, eps, 1.0 - eps)
+    return apply("log", [apply("div", [p, apply("sub", [1.0, p])])])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: the
+    dtype's largest and lowest finite values); integers unchanged.
+
+    >>> import graphc as gc
+    >>> gc.nan_to_num(gc.tensor([float("nan"), float("inf"), 1.0]), posinf=9.0).numpy().tolist()
+    [0.0, 9.0, 1.0]
+    """
+    if not input.dtype.is_float:
+        return input.clone()
+    info = np.finfo(input.dtype.numpy)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = apply("where", [apply("isnan", [input]), nan, input])
+    inf = apply("isinf", [input])
+    out = apply("where", [apply("logical_and", [inf, apply("gt", [input, 0])]), posinf, out])
+    return apply("where", [apply("logical_and", [inf, apply("lt", [input, 0])]), neginf, out])
+
+
+@torchsymbol()
+def sgn(input):
+    """The sign, ``x / |x|`` for complex numbers: ``sign`` for graphc's real tensors.
+
+    >>> import graphc as gc
+    >>> gc.sgn(gc.tensor([-2.0, 0.0, 3.0])).numpy().tolist()
+    [-1.0, 0.0, 1.0]
+    """
+    return apply("sign", [input])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def signbit(input):
+    """True where the sign bit is set (-0.0 and negative NaN too), as a bool tensor.
+
+    >>> import graphc as gc
+    >>> gc.signbit(gc.tensor([-0.0, 0.0, -1.0])).numpy().tolist()
+    [True, False, True]
+    """
+    if not input.dtype.is_float:
+        return apply("lt", [input, 0])
+    return apply("lt", [apply("copysign", [apply("add", [apply("mul", [input.detach(), 0.0]), 1.0]), input]), 0])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def sinc(input):
+    """The normalised sinc, ``sin(pi x) / (pi x)``, 1 at 0 (with gradient 0 there).
+
+    >>> import graphc as gc
+    >>> gc.sinc(gc.tensor([0.0, 0.5])).numpy().round(4).tolist()
+    [1.0, 0.6366]
+    """
+    x = _float(input)
+    zero = apply("eq", [x, 0])
+    scaled = apply("mul", [apply("where", [zero, 1.0, x]), math.pi])
+    return apply("where", [zero, 1.0, apply("div", [apply("sin", [scaled]), scaled])])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def isreal(input):
+    """True everywhere: graphc's tensors are real (a bool tensor of input's shape).
+
+    >>> import graphc as gc
+    >>> gc.isreal(gc.tensor([1.0, float("nan")])).numpy().tolist()
+    [True, True]
+    """
+    return apply("logical_or", [apply("eq", [input, input]), apply("ne", [input, input])])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|input - other| <= atol + rtol * |other|`` elementwise (equal infinities are close;
+    NaN is close to NaN only with ``equal_nan``), computed as PyTorch's.
+
+    >>> import graphc as gc
+    >>> gc.isclose(gc.tensor([1.0, 1.0]), gc.tensor([1.0 + 1e-9, 1.1])).numpy().tolist()
+    [True, False]
+    """
+    if rtol < 0 or atol < 0:
+        raise ShapeError(f"isclose: rtol and atol must be >= 0, got {rtol} and {atol}")
+    pin_broadcast(input, other)
+    close = apply("eq", [input, other])
+    if equal_nan and input.dtype.is_float:
+        close = apply("logical_or", [close, apply("logical_and", [apply("isnan", [input]), apply("isnan", [other])])])
+    if rtol == 0 and atol == 0:
+        return close
+    a, b = _float(input), _float(other)
+    allowed = apply("add", [apply("abs", [apply("mul", [b, float(rtol)])]), float(atol)])
+    actual = apply("abs", [apply("sub", [a, b])])
+    finite = apply("logical_not", [apply("logical_or", [apply("isnan", [actual]), apply("isinf", [actual])])])
+    return apply("logical_or", [close, apply("logical_and", [finite, apply("le", [actual, allowed])])])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element is ``isclose`` (a Python bool, so not inside a compiled function).
+
+    >>> import graphc as gc
+    >>> gc.allclose(gc.tensor([1.0]), gc.tensor([1.0 + 1e-9]))
+    True
+    """
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def equal(input, other):
+    """Same shape and same elements (a Python bool; NaN is never equal).
+
+    >>> import graphc as gc
+    >>> gc.equal(gc.tensor([1, 2]), gc.tensor([1, 2])), gc.equal(gc.tensor([1]), gc.tensor([1, 1]))
+    (True, False)
+    """
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(apply("eq", [input, other]).all().item())
+
+
+@torchsymbol(method=False, functional=False)
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """True where an element of ``elements`` is among ``test_elements`` (either may be a
+    number); compares every pair, so memory grows with the product of the sizes.
+
+    >>> import graphc as gc
+    >>> gc.isin(gc.tensor([1, 2, 3]), gc.tensor([2, 5])).numpy().tolist()
+    [False, True, False]
+    """
+    if not isinstance(elements, Tensor):
+        elements = Tensor(np.asarray(elements))
+    if not isinstance(test_elements, Tensor):
+        hits = apply("eq", [elements, test_elements])
+    else:
+        flat = apply("reshape", [test_elements], {"shape": [-1]})
+        pairs = apply("eq", [elements.unsqueeze(-1), flat])
+        hits = apply("gt", [apply("sum", [pairs], {"dims": (-1,), "keepdim": False}), 0])
+    return apply("logical_not", [hits]) if invert else hits
