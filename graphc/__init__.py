@@ -34,6 +34,8 @@ from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, a
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops import functions_blas as _functions_blas  # noqa: E402,F401  (addmm, einsum, tensordot, cross, cdist, ...)
 from .ops import functions_math_more as _functions_math_more  # noqa: E402,F401  (addcmul, lerp, logaddexp, isclose, ...)
+from .ops import reductions_scan as _reductions_scan  # noqa: E402,F401  (cummax, logcumsumexp, diff, trapezoid, nansum, ...)
+from .ops import reductions_stats as _reductions_stats  # noqa: E402,F401  (cov, corrcoef)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py

@@ -35,3 +35,9 @@ def pin_broadcast(*tensors) -> None:
         if len({d for _, d in faced}) > 1:
             for t, d in faced:
                 _pin(t, d)
+
+
+def pin_dim(t, axis) -> None:
+    """A dim used as a plain number (sliced with bounds): pin it when it is symbolic."""
+    if t.ndim:
+        _pin(t, t.dims[axis])
