@@ -38,7 +38,7 @@ def logcumsumexp(input, dim):
     symbolic batch dim).
 
     >>> import graphc as gc
-    >>> gc.logcumsumexp(gc.tensor([0.0, 0.0]), 0).numpy().round(4).tolist()
+    >>> [round(v, 4) for v in gc.logcumsumexp(gc.tensor([0.0, 0.0]), 0).tolist()]
     [0.0, 0.6931]
     """
     x = input if input.dtype.is_float else input.cast("float32")
@@ -245,7 +245,7 @@ def renorm(input, p, dim, maxnorm):
     ``maxnorm`` (PyTorch's ``maxnorm / (norm + 1e-7)``).
 
     >>> import graphc as gc
-    >>> gc.renorm(gc.tensor([[3.0, 4.0], [0.3, 0.4]]), 2, 0, 1.0).numpy().round(4).tolist()
+    >>> gc.renorm(gc.tensor([[3.0, 4.0], [0.3, 0.4]], dtype=gc.float64), 2, 0, 1.0).numpy().round(4).tolist()
     [[0.6, 0.8], [0.3, 0.4]]
     """
     if p <= 0:
