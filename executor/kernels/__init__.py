@@ -17,6 +17,7 @@ from . import conv_transpose
 from . import scatter
 from . import elementwise_math
 from . import cumulative
+from . import float_steps
 from .base import as_kernel, writes_out
 
 
@@ -52,6 +53,7 @@ TABLE.update(conv_transpose.KERNELS)
 TABLE.update(scatter.KERNELS)
 TABLE.update(elementwise_math.KERNELS)
 TABLE.update(cumulative.KERNELS)
+TABLE.update(float_steps.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

@@ -1,7 +1,8 @@
 """More elementwise math of issue #34, each a composite over existing ops (autodiff gives
 the gradients): addcmul, addcdiv, rsub, ``Tensor.__rdiv__``/``__mod__``/``__rmod__``,
 clamp_min/clamp_max, float_power, fmax/fmin, heaviside, ldexp, lerp, logaddexp(2), logit,
-nan_to_num, sgn, signbit, sinc, isreal, isclose, allclose, equal and isin.
+nan_to_num, nextafter (the one primitive: ir/ops/float_steps.py), sgn, signbit, sinc, isreal,
+isclose, allclose, equal and isin.
 """
 from __future__ import annotations
 
@@ -277,6 +278,19 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     inf = apply("isinf", [input])
     out = apply("where", [apply("logical_and", [inf, apply("gt", [input, 0])]), posinf, out])
     return apply("where", [apply("logical_and", [inf, apply("lt", [input, 0])]), neginf, out])
+
+
+@torchsymbol(**_METHOD_AND_TOP)
+def nextafter(input, other):
+    """The next representable float after ``input`` toward ``other`` (the gradient passes to
+    input unchanged, as PyTorch's).
+
+    >>> import graphc as gc
+    >>> gc.nextafter(gc.tensor([1.0]), gc.tensor([2.0])).item() - 1.0 == 2.0 ** -23
+    True
+    """
+    pin_broadcast(input, other)
+    return apply("nextafter", [input, other])
 
 
 @torchsymbol()
