@@ -32,8 +32,10 @@ from .core import inplace as _inplace  # noqa: E402,F401
 from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F401
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
-from .ops import functions_blas as _functions_blas  # noqa: E402,F401  (addmm, einsum, tensordot, cross, cdist, ...)
-from .ops import functions_math_more as _functions_math_more  # noqa: E402,F401  (addcmul, lerp, logaddexp, isclose, ...)
+from .ops import functions_blas as _functions_blas  # noqa: E402,F401  (addmm, baddbmm, mv, dot, einsum, tensordot, ...)
+from .ops import functions_math_more as _functions_math_more  # noqa: E402,F401  (addcmul, lerp, logaddexp, sinc, ...)
+from .ops import functions_compare as _functions_compare  # noqa: E402,F401  (isclose, allclose, equal, isin)
+from .ops import functions_distance as _functions_distance  # noqa: E402,F401  (cross, cdist, dist)
 from .ops import reductions_scan as _reductions_scan  # noqa: E402,F401  (cummax, logcumsumexp, diff, trapezoid, nansum, ...)
 from .ops import reductions_stats as _reductions_stats  # noqa: E402,F401  (cov, corrcoef)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401

@@ -1,8 +1,8 @@
 """More elementwise math of issue #34, each a composite over existing ops (autodiff gives
 the gradients): addcmul, addcdiv, rsub, ``Tensor.__rdiv__``/``__mod__``/``__rmod__``,
 clamp_min/clamp_max, float_power, fmax/fmin, heaviside, ldexp, lerp, logaddexp(2), logit,
-nan_to_num, nextafter (the one primitive: ir/ops/float_steps.py), sgn, signbit, sinc, isreal,
-isclose, allclose, equal and isin.
+nan_to_num, nextafter (the one primitive: ir/ops/float_steps.py), sgn, signbit, sinc and
+isreal (isclose, allclose, equal, isin: functions_compare.py).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.dispatch import apply
 from ..core.tensor import Tensor
-from ..ir.errors import ShapeError
+from ..ir.errors import GraphcError, ShapeError
 from ..ir.types import DType
 from ._pinning import pin_broadcast
 from .functions import clamp
@@ -342,69 +342,20 @@ def isreal(input):
     return apply("logical_or", [apply("eq", [input, input]), apply("ne", [input, input])])
 
 
-@torchsymbol(**_METHOD_AND_TOP)
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """``|input - other| <= atol + rtol * |other|`` elementwise (equal infinities are close;
-    NaN is close to NaN only with ``equal_nan``), computed as PyTorch's.
+def _in_place_variants():
+    from ..core.inplace import _arithmetic
 
-    >>> import graphc as gc
-    >>> gc.isclose(gc.tensor([1.0, 1.0]), gc.tensor([1.0 + 1e-9, 1.1])).numpy().tolist()
-    [True, False]
-    """
-    if rtol < 0 or atol < 0:
-        raise ShapeError(f"isclose: rtol and atol must be >= 0, got {rtol} and {atol}")
-    pin_broadcast(input, other)
-    close = apply("eq", [input, other])
-    if equal_nan and input.dtype.is_float:
-        close = apply("logical_or", [close, apply("logical_and", [apply("isnan", [input]), apply("isnan", [other])])])
-    if rtol == 0 and atol == 0:
-        return close
-    a, b = _float(input), _float(other)
-    allowed = apply("add", [apply("abs", [apply("mul", [b, float(rtol)])]), float(atol)])
-    actual = apply("abs", [apply("sub", [a, b])])
-    finite = apply("logical_not", [apply("logical_or", [apply("isnan", [actual]), apply("isinf", [actual])])])
-    return apply("logical_or", [close, apply("logical_and", [finite, apply("le", [actual, allowed])])])
+    for name in ("addcmul", "addcdiv", "lerp", "clamp_min", "clamp_max", "heaviside", "ldexp", "logit",
+                 "nan_to_num", "nextafter", "sgn", "sinc", "round"):
+        _arithmetic(name, lambda x, *args, _n=name, **kwargs: getattr(x, _n)(*args, **kwargs))
+    _arithmetic("float_power", _float_power_in_place)
 
 
-@torchsymbol(**_METHOD_AND_TOP)
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Whether every element is ``isclose`` (a Python bool, so not inside a compiled function).
-
-    >>> import graphc as gc
-    >>> gc.allclose(gc.tensor([1.0]), gc.tensor([1.0 + 1e-9]))
-    True
-    """
-    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+def _float_power_in_place(x, exponent):
+    if x.dtype is not DType.float64:
+        raise GraphcError(f"float_power_: the result is float64, which a {x.dtype.name} tensor cannot hold in place "
+                          f"(as PyTorch); use x.double().float_power_(...) or float_power")
+    return float_power(x, exponent)
 
 
-@torchsymbol(**_METHOD_AND_TOP)
-def equal(input, other):
-    """Same shape and same elements (a Python bool; NaN is never equal).
-
-    >>> import graphc as gc
-    >>> gc.equal(gc.tensor([1, 2]), gc.tensor([1, 2])), gc.equal(gc.tensor([1]), gc.tensor([1, 1]))
-    (True, False)
-    """
-    if tuple(input.shape) != tuple(other.shape):
-        return False
-    return bool(apply("eq", [input, other]).all().item())
-
-
-@torchsymbol(method=False, functional=False)
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    """True where an element of ``elements`` is among ``test_elements`` (either may be a
-    number); compares every pair, so memory grows with the product of the sizes.
-
-    >>> import graphc as gc
-    >>> gc.isin(gc.tensor([1, 2, 3]), gc.tensor([2, 5])).numpy().tolist()
-    [False, True, False]
-    """
-    if not isinstance(elements, Tensor):
-        elements = Tensor(np.asarray(elements))
-    if not isinstance(test_elements, Tensor):
-        hits = apply("eq", [elements, test_elements])
-    else:
-        flat = apply("reshape", [test_elements], {"shape": [-1]})
-        pairs = apply("eq", [elements.unsqueeze(-1), flat])
-        hits = apply("gt", [apply("sum", [pairs], {"dims": (-1,), "keepdim": False}), 0])
-    return apply("logical_not", [hits]) if invert else hits
+_in_place_variants()  # Tensor.addcmul_, Tensor.lerp_, ...: PyTorch's in-place forms

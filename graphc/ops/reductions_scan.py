@@ -306,3 +306,12 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
         raise ShapeError(f"nanmean needs a floating-point input, got {input.dtype.name} (as PyTorch)")
     count = apply("sum", [apply("logical_not", [apply("isnan", [input])])], {"dims": _dims(dim), "keepdim": keepdim})
     return apply("div", [nansum(input, dim, keepdim, dtype=dtype), count])
+
+
+def _in_place_variants():
+    from ..core.inplace import _arithmetic
+
+    _arithmetic("renorm", lambda x, *args, **kwargs: x.renorm(*args, **kwargs))
+
+
+_in_place_variants()  # Tensor.renorm_
