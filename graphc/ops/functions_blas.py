@@ -16,7 +16,7 @@ from ..core.dispatch import apply
 from ..core.tensor import Tensor
 from ..ir.errors import ShapeError
 from ..ir.types import is_static
-from ._pinning import pin_broadcast, pin_equal
+from ._pinning import pin_broadcast, pin_dim, pin_equal
 from .surface import torchsymbol
 
 _METHOD_AND_TOP = dict(functional=False)
@@ -250,6 +250,10 @@ def _take_diagonals(x, letters):
         c = next(c for c in letters if letters.count(c) > 1)
         i = letters.index(c)
         j = letters.index(c, i + 1)
+        if not (is_static(x.dims[i]) and is_static(x.dims[j])):
+            pin_dim(x, i)  # a diagonal's length must be known: the plan is traced again at this size
+            pin_dim(x, j)
+            raise ShapeError(f"einsum: the diagonal of letter {c!r} along a symbolic dim ({x.dims[i]}, {x.dims[j]})")
         x = x.diagonal(0, i, j)
         letters = letters[:i] + letters[i + 1:j] + letters[j + 1:] + c
     return x, letters

@@ -106,6 +106,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise ShapeError(f"diff: order n must be non-negative, got {n}")
     axis = _axis(input, dim, "diff")
     parts = [p for p in (prepend, input, append) if p is not None]
+    if len(parts) > 1:
+        pin_dim(input, axis)  # a compiled concat along the batch dim needs its size
     x = input if len(parts) == 1 else apply("concat", [_along(p, axis, input) for p in parts], {"dim": axis})
     op = "logical_xor" if x.dtype.name == "bool" else "sub"
     for _ in range(n):
