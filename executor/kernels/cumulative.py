@@ -22,6 +22,18 @@ def _scan(xp, spec, forward):
     return run
 
 
+def _accumulate(xp, ufunc, x, axis, dtype=None):
+    """``ufunc.accumulate`` along axis; a loop over the axis where the array module has no
+    accumulate for this ufunc (cupy implements it for some ufuncs only)."""
+    try:
+        return ufunc.accumulate(x, axis=axis, dtype=dtype)
+    except (NotImplementedError, TypeError, AttributeError):
+        out = xp.moveaxis(x.astype(dtype or x.dtype), axis, 0).copy()
+        for i in range(1, out.shape[0]):
+            out[i] = ufunc(out[i - 1], out[i])
+        return xp.ascontiguousarray(xp.moveaxis(out, 0, axis))
+
+
 def _as_tuple(r):
     return r if isinstance(r, tuple) else (r,)
 
@@ -31,7 +43,7 @@ def _cumulative(xp, spec):
     if spec.attrs["kind"] == "sum":
         run = _scan(xp, spec, lambda x, axis: xp.cumsum(x, axis=axis, dtype=dtype))
     else:
-        run = _scan(xp, spec, lambda x, axis: xp.logaddexp.accumulate(x, axis=axis, dtype=dtype))
+        run = _scan(xp, spec, lambda x, axis: _accumulate(xp, xp.logaddexp, x, axis, dtype))
     return lambda x: run(x)[0]
 
 
@@ -39,7 +51,7 @@ def _cummax(xp, spec):
     ufunc = xp.maximum if spec.attrs["largest"] else xp.minimum
 
     def forward(x, axis):
-        values = ufunc.accumulate(x, axis=axis)
+        values = _accumulate(xp, ufunc, x, axis)
         # the index of the latest update: where x is the running extreme (ties: later wins) or NaN
         hit = values == x
         if x.dtype.kind == "f":
@@ -47,7 +59,7 @@ def _cummax(xp, spec):
         shape = [1] * x.ndim
         shape[axis] = x.shape[axis]
         positions = xp.arange(x.shape[axis], dtype=xp.int64).reshape(shape)
-        return values, xp.maximum.accumulate(xp.where(hit, positions, 0), axis=axis)
+        return values, _accumulate(xp, xp.maximum, xp.where(hit, positions, 0), axis)
     run = _scan(xp, spec, forward)
     return run
 
