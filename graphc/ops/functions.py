@@ -52,6 +52,8 @@ def round_(input, *, decimals=0):
     """
     if decimals == 0:
         return apply("round", [input])
+    if not input.dtype.is_float:
+        raise ShapeError(f"round with decimals takes floating-point tensors (as PyTorch), got {input.dtype.name}")
     scale = float(10 ** abs(int(decimals)))
     if decimals > 0:
         return apply("div", [apply("round", [apply("mul", [input, scale])]), scale])

@@ -14,7 +14,7 @@ import string
 
 from ..core.dispatch import apply
 from ..core.tensor import Tensor
-from ..ir.errors import ShapeError
+from ..ir.errors import GraphcError, ShapeError
 from ..ir.types import is_static
 from ._pinning import pin_broadcast, pin_dim, pin_equal
 from .surface import torchsymbol
@@ -198,6 +198,8 @@ def tensordot(a, b, dims=2, out=None):
     >>> gc.tensordot(gc.ones(2, 3), gc.ones(3, 2), dims=([1, 0], [0, 1])).item()
     6.0
     """
+    if out is not None:
+        raise GraphcError("tensordot: out= is not supported (graphc's tensors are values); use the result")
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, int):

@@ -293,7 +293,7 @@ def nextafter(input, other):
     return apply("nextafter", [input, other])
 
 
-@torchsymbol()
+@torchsymbol(**_METHOD_AND_TOP)
 def sgn(input):
     """The sign, ``x / |x|`` for complex numbers: ``sign`` for graphc's real tensors.
 
