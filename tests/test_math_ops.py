@@ -163,3 +163,20 @@ def test_refusals():
         gc.heaviside(gc.ones(2), gc.tensor([1]))
     with pytest.raises(gc.ShapeError, match="diff"):
         gc.diff(gc.tensor(1.0))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_running_sums_export_to_onnx_cumsum(tmp_path, reverse):
+    ort = pytest.importorskip("onnxruntime")
+    from graphc.core.dispatch import apply
+
+    for x in (_x(5, 3).astype(np.float32), _x(5, 3) > 0):
+        def fn(t):
+            return apply("cumulative", [t], {"kind": "sum", "dim": 0, "reverse": reverse})
+        path = tmp_path / "cumsum.onnx"
+        gc.onnx.export(fn, (gc.tensor(x),), str(path))
+        session = ort.InferenceSession(str(path))
+        got = session.run(None, {session.get_inputs()[0].name: x})[0]
+        np.testing.assert_array_equal(got, fn(gc.tensor(x)).numpy())
+    with pytest.raises(gc.GraphcError, match="cumulative logsumexp"):
+        gc.onnx.export(lambda t: gc.logcumsumexp(t, 1), (gc.ones(2, 3),), str(tmp_path / "lse.onnx"))
