@@ -188,7 +188,7 @@ def inner(input, other):
     return einsum(f"{a}z,{b}z->{a}{b}", input, other)
 
 
-@torchsymbol(**_METHOD_AND_TOP)
+@torchsymbol(method=False, functional=False)
 def tensordot(a, b, dims=2, out=None):
     """Sum over ``dims`` (an int: a's last and b's first; or two lists of dims) of a and b.
 

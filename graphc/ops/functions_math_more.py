@@ -54,7 +54,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return apply("add", [input, quotient if value == 1 else apply("mul", [quotient, value])])
 
 
-@torchsymbol(**_METHOD_AND_TOP)
+@torchsymbol(method=False, functional=False)
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input`` (``sub`` with the operands swapped).
 
