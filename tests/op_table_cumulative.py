@@ -1,7 +1,6 @@
 """Op table entries of the scans of ir/ops/cumulative.py (``cumulative``: running sums and
-log-sum-exps; ``cummax``: running max/min with indices; its int64 indices output keeps its
-samples out of the finite-difference checks: tests/test_math_ops.py checks its gradient against
-PyTorch): references are loops over the scanned
+log-sum-exps; ``cummax``: running max/min; ``cummax_indices``: where each came from):
+references are loops over the scanned
 dim in float64, written from the definitions; inputs from this module's own seeded generator."""
 from __future__ import annotations
 
@@ -63,9 +62,18 @@ def _cummax_ref(ins, attrs):
     return back
 
 
-def _torch_cummax(ts, a):
-    out = (T().cummax if a["largest"] else T().cummin)(ts[0], a["dim"])
-    return [out.values, out.indices]
+def _torch_cummax(part):
+    def run(ts, a):
+        return getattr((T().cummax if a["largest"] else T().cummin)(ts[0], a["dim"]), part)
+    return run
+
+
+def _values_ref(ins, attrs):
+    return _cummax_ref(ins, attrs)[:1]
+
+
+def _indices_ref(ins, attrs):
+    return _cummax_ref(ins, attrs)[1:]
 
 
 def cumulative_table():
@@ -83,13 +91,23 @@ def cumulative_table():
             S([fortran(_randn(4, 3))], _scan_ref, "logsumexp-noncontig", {"kind": "logsumexp", "dim": 0}),
         ], _torch_scan),
         OpInfo("cummax", [
-            S([_distinct(3, 5)], _cummax_ref, "max-f32", {"dim": 1, "largest": True}, grad=False),
-            S([_distinct(4, 3, dtype=F64)], _cummax_ref, "min-f64", {"dim": 0, "largest": False}, grad=False),
-            S([_RNG.integers(0, 3, (3, 6))], _cummax_ref, "max-int64-ties", {"dim": 1, "largest": True}, grad=False),
-            S([_RNG.integers(0, 3, (3, 6)).astype(F32)], _cummax_ref, "min-f32-ties", {"dim": -1, "largest": False},
+            S([_distinct(3, 5)], _values_ref, "max-f32", {"dim": 1, "largest": True}),
+            S([_distinct(4, 3, dtype=F64)], _values_ref, "min-f64", {"dim": 0, "largest": False}),
+            S([_RNG.integers(0, 3, (3, 6))], _values_ref, "max-int64-ties", {"dim": 1, "largest": True}, grad=False),
+            S([_RNG.integers(0, 3, (3, 6)).astype(F32)], _values_ref, "min-f32-ties", {"dim": -1, "largest": False},
               grad=False),
-            S([nan_row], _cummax_ref, "max-nan", {"dim": 1, "largest": True}, **_NAN),
-            S([np.asarray(1.5, F32)], _cummax_ref, "max-0d", {"dim": 0, "largest": True}, grad=False),
-            S([fortran(_distinct(4, 3))], _cummax_ref, "min-noncontig", {"dim": 1, "largest": False}, grad=False),
-        ], _torch_cummax),
+            S([nan_row], _values_ref, "max-nan", {"dim": 1, "largest": True}, **_NAN),
+            S([np.asarray(1.5, F32)], _values_ref, "max-0d", {"dim": 0, "largest": True}),
+            S([fortran(_distinct(4, 3))], _values_ref, "min-noncontig", {"dim": 1, "largest": False}),
+        ], _torch_cummax("values")),
+        OpInfo("cummax_indices", [
+            S([_distinct(3, 5)], _indices_ref, "max-f32", {"dim": 1, "largest": True}, grad=False),
+            S([_distinct(4, 3, dtype=F64)], _indices_ref, "min-f64", {"dim": 0, "largest": False}, grad=False),
+            S([_RNG.integers(0, 3, (3, 6))], _indices_ref, "max-int64-ties", {"dim": 1, "largest": True}, grad=False),
+            S([_RNG.integers(0, 3, (3, 6)).astype(F32)], _indices_ref, "min-f32-ties", {"dim": -1, "largest": False},
+              grad=False),
+            S([nan_row], _indices_ref, "max-nan", {"dim": 1, "largest": True}, **_NAN),
+            S([np.asarray(1.5, F32)], _indices_ref, "max-0d", {"dim": 0, "largest": True}, grad=False),
+            S([fortran(_distinct(4, 3))], _indices_ref, "min-noncontig", {"dim": 1, "largest": False}, grad=False),
+        ], _torch_cummax("indices")),
     ]

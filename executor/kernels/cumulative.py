@@ -47,21 +47,25 @@ def _cumulative(xp, spec):
     return lambda x: run(x)[0]
 
 
-def _cummax(xp, spec):
-    ufunc = xp.maximum if spec.attrs["largest"] else xp.minimum
+def _cummax(want_indices):
+    def make(xp, spec):
+        ufunc = xp.maximum if spec.attrs["largest"] else xp.minimum
 
-    def forward(x, axis):
-        values = _accumulate(xp, ufunc, x, axis)
-        # the index of the latest update: where x is the running extreme (ties: later wins) or NaN
-        hit = values == x
-        if x.dtype.kind == "f":
-            hit |= xp.isnan(x)
-        shape = [1] * x.ndim
-        shape[axis] = x.shape[axis]
-        positions = xp.arange(x.shape[axis], dtype=xp.int64).reshape(shape)
-        return values, _accumulate(xp, xp.maximum, xp.where(hit, positions, 0), axis)
-    run = _scan(xp, spec, forward)
-    return run
+        def forward(x, axis):
+            values = _accumulate(xp, ufunc, x, axis)
+            if not want_indices:
+                return values
+            # the index of the latest update: where x is the running extreme (ties: later wins) or NaN
+            hit = values == x
+            if x.dtype.kind == "f":
+                hit |= xp.isnan(x)
+            shape = [1] * x.ndim
+            shape[axis] = x.shape[axis]
+            positions = xp.arange(x.shape[axis], dtype=xp.int64).reshape(shape)
+            return _accumulate(xp, xp.maximum, xp.where(hit, positions, 0), axis)
+        run = _scan(xp, spec, forward)
+        return lambda x: run(x)[0]
+    return make
 
 
-KERNELS = {"cumulative": _cumulative, "cummax": _cummax}
+KERNELS = {"cumulative": _cumulative, "cummax": _cummax(False), "cummax_indices": _cummax(True)}

@@ -1,6 +1,6 @@
-"""Scans and reductions of issue #34: cummax/cummin and logcumsumexp (the ``cummax`` and
-``cumulative`` primitives of ir/ops/cumulative.py, which work along a symbolic batch dim),
-and composites over existing ops: diff, gradient, trapezoid/trapz, cumulative_trapezoid,
+"""Scans and reductions of issue #34: cummax/cummin and logcumsumexp (the ``cummax``,
+``cummax_indices`` and ``cumulative`` primitives of ir/ops/cumulative.py, which work along a
+symbolic batch dim), and composites over existing ops: diff, gradient, trapezoid/trapz, cumulative_trapezoid,
 renorm, aminmax, nansum, nanmean.
 """
 from __future__ import annotations
@@ -46,8 +46,8 @@ def logcumsumexp(input, dim):
 
 
 def _cumextreme(input, dim, largest, what):
-    values, indices = apply("cummax", [input], {"dim": _axis(input, dim, what), "largest": largest})
-    return ValuesIndices(values, indices)
+    attrs = {"dim": _axis(input, dim, what), "largest": largest}
+    return ValuesIndices(apply("cummax", [input], attrs), apply("cummax_indices", [input], attrs))
 
 
 @torchsymbol(**_METHOD_AND_TOP)

@@ -1,5 +1,7 @@
 """Scans along one dim: ``cumulative`` (running sums or running log-sum-exps, forward or
-reversed) and ``cummax`` (running max or min with the index each value came from). Primitives
+reversed), ``cummax`` (running max or min) and ``cummax_indices`` (the index each of those
+values came from: a second op, as max_pool2d_indices, so that the values' op has only float
+outputs and its vjp reads the indices by emitting that op). Primitives
 because a composite needs the dim's size (a triangular mask, one slice per step), which a
 symbolic batch dim does not have. Their gradients are scans again: a reversed running sum,
 a reversed log-sum-exp of the cotangent (PyTorch's stable formula), a scatter to the indices.
@@ -37,7 +39,13 @@ def _cumulative(in_types, attrs):
 def _cummax(in_types, attrs):
     x = in_types[0]
     _axis(x, attrs["dim"], "cummax")
-    return [TensorType(x.shape, x.dtype), TensorType(x.shape, DType.int64)]
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _cummax_indices(in_types, attrs):
+    x = in_types[0]
+    _axis(x, attrs["dim"], "cummax_indices")
+    return [TensorType(x.shape, DType.int64)]
 
 
 def _vjp_cumulative(b, node, cts, needs):
@@ -66,14 +74,16 @@ def _vjp_cummax(b, node, cts, needs):
     zeros = b.emit1("full", [], {"shape": list(x.type.shape), "value": 0.0, "dtype": g.type.dtype.name})
     if x.type.rank == 0:
         return [g]
-    return [b.emit1("scatter", [zeros, node.outputs[1], g], {"dim": node.attrs["dim"], "reduce": "sum"})]
+    indices = b.emit1("cummax_indices", [x], dict(node.attrs))
+    return [b.emit1("scatter", [zeros, indices, g], {"dim": node.attrs["dim"], "reduce": "sum"})]
 
 
 register(OpDef("cumulative", _cumulative,
                attrs={"kind": Attr("str"), "dim": Attr("int"), "reverse": Attr("bool", False)},
                vjp=_vjp_cumulative,
                doc="running sums or log-sum-exps along dim (reverse: from the end); integers and bools sum in int64"))
-register(OpDef("cummax", _cummax, attrs={"dim": Attr("int"), "largest": Attr("bool", True)}, vjp=_vjp_cummax,
-               differentiable_outputs=(0,),
-               doc="running max (largest) or min along dim and the index it came from (the latest on ties; "
-                   "NaN propagates, as PyTorch's cummax/cummin)"))
+_CUMMAX_ATTRS = {"dim": Attr("int"), "largest": Attr("bool", True)}
+register(OpDef("cummax", _cummax, attrs=dict(_CUMMAX_ATTRS), vjp=_vjp_cummax,
+               doc="running max (largest) or min along dim (NaN propagates, as PyTorch's cummax/cummin)"))
+register(OpDef("cummax_indices", _cummax_indices, attrs=dict(_CUMMAX_ATTRS),
+               doc="int64 index along dim of each running max/min (the latest on ties, the latest NaN after one)"))
