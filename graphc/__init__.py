@@ -51,6 +51,12 @@ from .ops import data_dependent as _data_dependent  # noqa: E402,F401  (nonzero,
 from .ops import masked_index as _masked_index  # noqa: E402,F401  (gc._unsafe_masked_index, ...)
 from .ops import sparse_ops as _sparse_ops  # noqa: E402,F401  (gc.sparse_coo_tensor, gc.spmm, Tensor.to_sparse)
 from .ops import random_ints as _random_ints  # noqa: E402,F401  (randperm)
+from .ops import functions_blas as _functions_blas  # noqa: E402,F401  (addmm, baddbmm, mv, dot, einsum, tensordot, ...)
+from .ops import functions_math_more as _functions_math_more  # noqa: E402,F401  (addcmul, lerp, logaddexp, sinc, ...)
+from .ops import functions_compare as _functions_compare  # noqa: E402,F401  (isclose, allclose, equal, isin)
+from .ops import functions_distance as _functions_distance  # noqa: E402,F401  (cross, cdist, dist)
+from .ops import reductions_scan as _reductions_scan  # noqa: E402,F401  (cummax, logcumsumexp, diff, trapezoid, nansum, ...)
+from .ops import reductions_stats as _reductions_stats  # noqa: E402,F401  (cov, corrcoef)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 from .core.out_arg import with_out as _with_out  # noqa: E402

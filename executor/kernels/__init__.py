@@ -19,6 +19,8 @@ from . import elementwise_math
 from . import special
 from . import linalg_lapack
 from . import sort
+from . import cumulative
+from . import float_steps
 from .base import as_kernel, writes_out
 
 
@@ -56,6 +58,8 @@ TABLE.update(elementwise_math.KERNELS)
 TABLE.update(special.KERNELS)
 TABLE.update(linalg_lapack.KERNELS)
 TABLE.update(sort.KERNELS)
+TABLE.update(cumulative.KERNELS)
+TABLE.update(float_steps.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

@@ -24,6 +24,7 @@ from .export_fill import shape_tensor, write_full
 from .export_recurrent_cell import RECURRENT_CELL_WRITERS
 from .export_conv_transpose import CONV_TRANSPOSE_WRITERS
 from .vision_export import VISION_WRITERS
+from .export_cumulative import WRITERS as CUMULATIVE_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
@@ -299,6 +300,7 @@ WRITERS = {
     "attention": write_attention,
 }
 WRITERS.update(CONV_TRANSPOSE_WRITERS)  # conv_transpose2d, im2col, col2im
+WRITERS.update(CUMULATIVE_WRITERS)  # cumulative sum -> CumSum
 WRITERS.update(VISION_WRITERS)  # max/avg pooling (ceil_mode, indices), adaptive max pooling, max unpooling
 MULTI_OUTPUT_WRITERS = {**CONTROL_WRITERS, **RECURRENT_CELL_WRITERS}  # writer(w, node, ins, outs)
 

@@ -39,7 +39,29 @@ abs = _unary("abs", "Elementwise absolute value.")  # noqa: A001 - PyTorch's nam
 sign = _unary("sign", "Elementwise sign (-1, 0 or 1).")
 floor = _unary("floor", "Elementwise round down (integers unchanged).")
 ceil = _unary("ceil", "Elementwise round up (integers unchanged).")
-round_ = _unary("round", "Elementwise round to the nearest integer, halves to even (``gc.round``).")
+
+
+def round_(input, *, decimals=0):
+    """Elementwise round to the nearest integer, halves to even (``gc.round``); ``decimals``
+    rounds to that many decimal places (negative: tens, hundreds...) as PyTorch's kernel,
+    ``round(x * 10**d) / 10**d`` (``round(x / 10**-d) * 10**-d`` for d < 0).
+
+    >>> import graphc as gc
+    >>> gc.round(gc.tensor([1.2345, 1250.0]), decimals=-2).numpy().tolist()
+    [0.0, 1200.0]
+    """
+    if decimals == 0:
+        return apply("round", [input])
+    if not input.dtype.is_float:
+        raise ShapeError(f"round with decimals takes floating-point tensors (as PyTorch), got {input.dtype.name}")
+    scale = float(10 ** abs(int(decimals)))
+    if decimals > 0:
+        return apply("div", [apply("round", [apply("mul", [input, scale])]), scale])
+    return apply("mul", [apply("round", [apply("div", [input, scale])]), scale])
+
+
+round_.__name__ = round_.__qualname__ = "round"
+round_ = torchsymbol()(round_)
 trunc = _unary("trunc", "Elementwise round toward zero (integers unchanged).")
 
 
