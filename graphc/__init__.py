@@ -14,6 +14,8 @@ from .ir.types import DType
 
 float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.int64, DType.bool, DType.float16
 uint8 = DType.uint8
+complex64, complex128 = DType.complex64, DType.complex128
+cfloat, cdouble = complex64, complex128  # PyTorch's aliases
 # PyTorch's aliases (torch.float ...); left out of __all__ so `from graphc import *` keeps the builtin float
 float, double, long, half = float32, float64, int64, float16  # noqa: A001
 
@@ -33,9 +35,12 @@ from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F4
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
+from .ops import complex_ops as _complex_ops  # noqa: E402  (gc.real, gc.conj, gc.angle, gc.complex, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...
+for _name, _fn in _complex_ops.PROPERTIES.items():  # Tensor.real, Tensor.imag: properties, as PyTorch's
+    setattr(Tensor, _name, property(_fn))
 from . import nn  # noqa: E402
 # torch.selu, torch.max_pool1d, ...: the F functions PyTorch also has at the top with the same signature
 _TOP_FROM_F = ("selu", "celu", "prelu", "threshold", "max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d",
@@ -49,6 +54,7 @@ from .serialization import save  # noqa: E402
 from . import data, debug, distributed, optim  # noqa: E402
 from . import viz  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions: Categorical, Normal, ...)
+from . import fft  # noqa: E402  (torch.fft: numpy.fft / cupy.fft kernels)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
@@ -61,7 +67,8 @@ __all__ = sorted({
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
     "inference_mode", "int64", "is_grad_enabled", "jit", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
-    *_surface.TOP_LEVEL, *_TOP_FROM_F})
+    "complex64", "complex128",
+    *(_n for _n in _surface.TOP_LEVEL if _n != "complex"), *_TOP_FROM_F})  # complex: keep the builtin on import *
 
 # PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types
 from . import backends, cuda, onnx  # noqa: E402,F401

@@ -16,6 +16,7 @@ from . import recurrent_cell
 from . import conv_transpose
 from . import scatter
 from . import elementwise_math
+from . import fft
 from .base import as_kernel, writes_out
 
 
@@ -50,6 +51,7 @@ for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, att
 TABLE.update(conv_transpose.KERNELS)
 TABLE.update(scatter.KERNELS)
 TABLE.update(elementwise_math.KERNELS)
+TABLE.update(fft.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

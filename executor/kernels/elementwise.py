@@ -280,8 +280,12 @@ def _where(xp, spec):
 
 def _cast(xp, spec):
     dtype = spec.out_types[0].dtype.numpy
+    # complex to real keeps the real part, as PyTorch (numpy would warn ComplexWarning)
+    to_real = spec.in_types[0].dtype.is_complex and not spec.out_types[0].dtype.is_complex
 
     def run(x, out=None):
+        if to_real:
+            x = x.real
         if out is None:
             return x.astype(dtype)
         xp.copyto(out, x, casting="unsafe")

@@ -273,8 +273,8 @@ class Tensor:
         """
         if self._grad_fn is not None and not requires_grad:
             raise GraphcError("requires_grad_(False) on a computed tensor: use .detach() to cut it from the graph")
-        if requires_grad and not self.dtype.is_float:
-            raise GraphcError(f"only floating-point tensors can require gradients, got {self.dtype.name}")
+        if requires_grad and not (self.dtype.is_float or self.dtype.is_complex):
+            raise GraphcError(f"only floating-point and complex tensors can require gradients, got {self.dtype.name}")
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -378,6 +378,8 @@ class Tensor:
     def long(self): return self.cast(DType.int64)
     def byte(self): return self.cast(DType.uint8)
     def bool(self): return self.cast(DType.bool)
+    def cfloat(self): return self.cast(DType.complex64)
+    def cdouble(self): return self.cast(DType.complex128)
 
     @property
     def T(self):

@@ -3,3 +3,4 @@ from . import attention, collective, control, conv, custom, elementwise, fused, 
 from . import conv_transpose  # noqa: F401  (registration side effect)
 from . import scatter  # noqa: F401  (registration side effect)
 from . import elementwise_math  # noqa: F401  (registration side effect)
+from . import fft  # noqa: F401  (registration side effect)

@@ -214,7 +214,8 @@ def _vjp_where(b, node, cts, needs):
 
 def _vjp_cast(b, node, cts, needs):
     x = node.inputs[0]
-    return [b.emit1("cast", [cts[0]], {"dtype": x.type.dtype.name}) if x.type.dtype.is_float else None]
+    differentiable = x.type.dtype.is_float or x.type.dtype.is_complex
+    return [b.emit1("cast", [cts[0]], {"dtype": x.type.dtype.name}) if differentiable else None]
 
 
 # ---- registration -------------------------------------------------------------------
