@@ -68,7 +68,7 @@ __all__ = sorted({
     "inference_mode", "int64", "is_grad_enabled", "jit", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
     "complex64", "complex128",
-    *(_n for _n in _surface.TOP_LEVEL if _n != "complex"), *_TOP_FROM_F})  # complex: keep the builtin on import *
+    *_surface.TOP_LEVEL, *_TOP_FROM_F})
 
 # PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types
 from . import backends, cuda, onnx  # noqa: E402,F401

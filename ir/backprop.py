@@ -9,7 +9,7 @@ control-flow node's own vjp then runs as a body: that is how gradients get throu
 from __future__ import annotations
 
 from .builder import Builder
-from .complex_support import check_gradient
+from .complex_support import check_gradient, complex_vjp
 from .errors import GraphcError
 from .graph import Graph, Node, Value
 from .registry import get_op
@@ -43,8 +43,9 @@ def run_vjp(builder, node: Node, cts, needs):
     if opdef.vjp is None:
         raise GraphcError(opdef.no_gradient or f"op {node.op!r} has no gradient rule (it cannot be differentiated)",
                           node.location())
+    rule = complex_vjp(node) or opdef.vjp
     try:
-        grads = opdef.vjp(builder, node, cts, needs)
+        grads = rule(builder, node, cts, needs)
     except GraphcError as e:
         raise e.located(node.location()) from None
     if len(grads) != len(node.inputs):

@@ -167,5 +167,5 @@ def get_op(name) -> OpDef:
 
 def infer_types(opdef: OpDef, in_types: list, attrs: dict) -> list:
     opdef.check_arity(len(in_types))
-    complex_support.check_inputs(opdef, in_types)
+    complex_support.check_inputs(opdef, in_types, attrs)
     return list(opdef.infer(in_types, attrs))

@@ -31,7 +31,8 @@ CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, info in sort
 
 def tolerance(dtype) -> float | None:
     """rtol = atol for a float dtype; None means exact (ints, bools)."""
-    return {np.dtype(np.float32): FLOAT32_TOL, np.dtype(np.float64): FLOAT64_TOL}.get(np.dtype(dtype))
+    return {np.dtype(np.float32): FLOAT32_TOL, np.dtype(np.float64): FLOAT64_TOL,
+            np.dtype(np.complex64): FLOAT32_TOL, np.dtype(np.complex128): FLOAT64_TOL}.get(np.dtype(dtype))
 
 
 def assert_close(actual, expected, tol=None, what="output"):

@@ -66,21 +66,29 @@ def _resize(xp, spec):
 def _shift(xp, spec):
     axes = _axes(spec)
     shift = xp.fft.ifftshift if spec.attrs["inverse"] else xp.fft.fftshift
-    return lambda x: xp.ascontiguousarray(shift(x, axes=axes))
+    return lambda x: shift(x, axes=axes).copy(order="C")
 
 
 def _real(xp, spec):
     dtype = spec.out_types[0].dtype.numpy
-    return lambda x: xp.ascontiguousarray(x.real, dtype=dtype)
+    return lambda x: x.real.astype(dtype, order="C")
 
 
 def _imag(xp, spec):
     dtype = spec.out_types[0].dtype.numpy
-    return lambda x: xp.ascontiguousarray(x.imag, dtype=dtype)
+    return lambda x: x.imag.astype(dtype, order="C")
 
 
 def _conj(xp, spec):
-    return writes_out(lambda x, out=None: xp.conjugate(x, out=out))
+    if spec.in_types[0].dtype.is_complex:
+        return writes_out(lambda x, out=None: xp.conjugate(x, out=out))
+
+    def copy(x, out=None):  # a real tensor is its own conjugate (numpy has no conjugate of bools)
+        if out is None:
+            return x.copy(order="C")
+        out[...] = x
+        return out
+    return writes_out(copy)
 
 
 def _make_complex(xp, spec):

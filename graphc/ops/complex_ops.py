@@ -95,7 +95,7 @@ def angle(input):
 
     >>> import graphc as gc
     >>> gc.angle(gc.tensor([-2.0, 3.0])).numpy().tolist()
-    [3.1415927410125488, 0.0]
+    [3.1415927410125732, 0.0]
     """
     from .functions import where
     from .functions_math import atan2, isnan

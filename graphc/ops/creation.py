@@ -52,6 +52,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         array = array.astype(_dtype(dtype))
     elif array.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):  # np.float64(2.5) stays f64
         array = array.astype(_DEFAULT_FLOAT)
+    elif array.dtype == np.complex128 and not isinstance(data, (np.ndarray, np.generic)):  # Python complex: complex64
+        array = array.astype(np.complex64)
     DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
     return _place(np.ascontiguousarray(array) if array.ndim else array, device, requires_grad)
 
