@@ -63,7 +63,7 @@ def _div(in_types, attrs):
     if mode is not None:
         return _no_bools(f"div with rounding_mode={mode!r}")(in_types, attrs)
     out = _binary(in_types, attrs)[0]
-    return [out if out.dtype.is_float else out.with_dtype(DType.float32)]
+    return [out if out.dtype.is_float or out.dtype.is_complex else out.with_dtype(DType.float32)]
 
 
 def _no_bool_sub(in_types, attrs):
