@@ -117,6 +117,11 @@ def parts_table() -> list[OpInfo]:
             S([_cplx(2, 3, dtype=C128)], lambda ins, a: [ins[0].imag.copy()], "c128", grad=False),
             S([fortran(_cplx(4, 3))], lambda ins, a: [ins[0].imag.copy()], "noncontig", grad=False),
             S([_cplx()], lambda ins, a: [np.asarray(ins[0].imag)], "0d", grad=False)]
+    mag = [S([_cplx(3, 4)], lambda ins, a: [np.abs(ins[0])], "c64", grad=False),
+           S([_cplx(2, 3, dtype=C128)], lambda ins, a: [np.abs(ins[0])], "c128", grad=False),
+           S([fortran(_cplx(4, 3))], lambda ins, a: [np.abs(ins[0])], "noncontig", grad=False),
+           S([np.array([0j, 1e-30 + 0j, -2j, np.inf + 1j], C64)], lambda ins, a: [np.abs(ins[0])], "zero-tiny-inf",
+             grad=False)]
     conj = [S([fortran(_real(4, 3))], lambda ins, a: [ins[0].copy()], "noncontig-real"),
             S([_cplx(3, 4)], lambda ins, a: [np.conjugate(ins[0])], "c64", grad=False),
             S([_cplx(2, 3, dtype=C128)], lambda ins, a: [np.conjugate(ins[0])], "c128", grad=False),
@@ -132,6 +137,7 @@ def parts_table() -> list[OpInfo]:
     return [
         OpInfo("real", real, torch=lambda ts, a: T().real(ts[0])),
         OpInfo("imag", imag, torch=lambda ts, a: T().imag(ts[0])),
+        OpInfo("complex_abs", mag, torch=lambda ts, a: T().abs(ts[0])),
         OpInfo("conj", conj, torch=lambda ts, a: T().conj_physical(ts[0])),
         OpInfo("make_complex", make_complex, torch=lambda ts, a: T().complex(ts[0], ts[1])),
     ]

@@ -79,6 +79,11 @@ def _imag(xp, spec):
     return lambda x: x.imag.astype(dtype, order="C")
 
 
+def _abs(xp, spec):
+    dtype = spec.out_types[0].dtype.numpy
+    return writes_out(lambda x, out=None: xp.abs(x, out=out) if out is not None else xp.abs(x).astype(dtype, copy=False))
+
+
 def _conj(xp, spec):
     if spec.in_types[0].dtype.is_complex:
         return writes_out(lambda x, out=None: xp.conjugate(x, out=out))
@@ -104,4 +109,4 @@ def _make_complex(xp, spec):
 
 
 KERNELS = {"fft_c2c": _c2c, "fft_r2c": _r2c, "fft_c2r": _c2r, "fft_resize": _resize, "fft_shift": _shift,
-           "real": _real, "imag": _imag, "conj": _conj, "make_complex": _make_complex}
+           "real": _real, "imag": _imag, "complex_abs": _abs, "conj": _conj, "make_complex": _make_complex}

@@ -356,7 +356,7 @@ class Tensor:
         return getattr(self, op)(other)
 
     def __neg__(self): return apply("neg", [self])
-    def __abs__(self): return apply("abs", [self])
+    def __abs__(self): return apply("complex_abs" if self.dtype.is_complex else "abs", [self])
     def __eq__(self, o): return apply("eq", [self, o])
     def __ne__(self, o): return apply("ne", [self, o])
     def __lt__(self, o): return apply("lt", [self, o])

@@ -106,6 +106,23 @@ def angle(input):
     return where(isnan(x), x, where(x < 0, math.pi, 0.0).to(x.dtype))
 
 
+@torchsymbol(functional=False)
+def sgn(input):
+    """``z / |z|`` (0 where z = 0) for a complex tensor; ``sign`` for a real one.
+
+    >>> import graphc as gc
+    >>> gc.sgn(gc.tensor([3 + 4j, 0j])).numpy().tolist(), gc.sgn(gc.tensor([-2.0, 0.0])).numpy().tolist()
+    ([(0.6000000238418579+0.800000011920929j), 0j], [-1.0, 0.0])
+    """
+    from .functions import abs as magnitude, sign, where
+
+    if not input.dtype.is_complex:
+        return sign(input)
+    r = magnitude(input)
+    zero = r == 0
+    return where(zero, 0.0, input / where(zero, 1.0, r).to(input.dtype))
+
+
 @torchsymbol(method=False, functional=False)
 def polar(abs, angle):  # noqa: A002 - PyTorch's parameter names
     """The complex number of magnitude ``abs`` and argument ``angle``.

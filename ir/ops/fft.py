@@ -190,6 +190,15 @@ def _vjp_conj(b, node, cts, needs):
     return [b.emit1("conj", [cts[0]])]
 
 
+def _vjp_complex_abs(b, node, cts, needs):
+    """``g * z / |z|`` (0 where z = 0, as PyTorch's sgn)."""
+    z, r = node.inputs[0], node.outputs[0]
+    zero = b.emit1("eq", [r, b.constant(np.array(0.0, r.type.dtype.numpy), r.type.dtype)])
+    safe = b.emit1("where", [zero, b.constant(np.array(1.0, r.type.dtype.numpy), r.type.dtype), r])
+    sign = b.emit1("div", [z, b.emit1("cast", [safe], {"dtype": z.type.dtype.name})])
+    return [b.emit1("mul", [b.emit1("cast", [cts[0]], {"dtype": z.type.dtype.name}), sign])]
+
+
 def _vjp_make_complex(b, node, cts, needs):
     g = cts[0]
     return [b.emit1("real", [g]) if needs[0] else None, b.emit1("imag", [g]) if needs[1] else None]
@@ -208,5 +217,7 @@ register(OpDef("fft_shift", _shift, attrs={"dims": Attr("ints"), "inverse": Attr
 register(OpDef("real", _part("real"), vjp=_vjp_real, complex_vjp=True, doc="real part of a complex tensor"))
 register(OpDef("imag", _part("imag"), vjp=_vjp_imag, complex_vjp=True, doc="imaginary part of a complex tensor"))
 register(OpDef("conj", _conj, vjp=_vjp_conj, complex_vjp=True, doc="complex conjugate (a copy of a real tensor)"))
+register(OpDef("complex_abs", _part("abs"), vjp=_vjp_complex_abs, complex_vjp=True,
+               doc="magnitude of a complex tensor, in its real dtype"))
 register(OpDef("make_complex", _make_complex, inputs=(2, 2), vjp=_vjp_make_complex, complex_vjp=True,
                doc="real + i * imag (torch.complex)"))
