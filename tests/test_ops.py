@@ -107,8 +107,8 @@ def test_grad_flag_is_consistent(op, sample):
     """``grad=True`` needs a floating-point input to perturb and floating-point outputs
     (random ops qualify: gradient checks replay the plan's RNG state for every evaluation)."""
     if sample.grad:
-        assert any(a.dtype.kind == "f" for a in sample.inputs)
-        assert all(t.dtype.is_float for t in expected_types(op, sample))
+        assert any(a.dtype.kind in "fc" for a in sample.inputs)
+        assert all(t.dtype.is_float or t.dtype.is_complex for t in expected_types(op, sample))
 
 
 # ---- forward against the numpy reference ---------------------------------------------------
