@@ -36,6 +36,7 @@ from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, a
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
 from .ops import complex_ops as _complex_ops  # noqa: E402  (gc.real, gc.conj, gc.angle, gc.complex, ...)
+from .ops import spectral as _spectral  # noqa: E402,F401  (gc.stft, Tensor.stft)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...

@@ -227,3 +227,38 @@ def test_complex_random_draws():
     assert z.dtype == np.complex64 and abs(z.real.var() - 0.5) < 0.05 and abs(z.imag.var() - 0.5) < 0.05
     u = gc.rand(1000, dtype=gc.cdouble).numpy()
     assert u.dtype == np.complex128 and 0 <= u.real.min() and u.imag.max() < 1 and u.imag.std() > 0.2
+
+
+STFT_CASES = [dict(n_fft=10, return_complex=True), dict(n_fft=10, return_complex=False),
+              dict(n_fft=7, center=False, return_complex=True),
+              dict(n_fft=16, hop_length=3, win_length=10, normalized=True, return_complex=True, window=True),
+              dict(n_fft=12, pad_mode="constant", onesided=False, return_complex=True)]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kwargs", STFT_CASES, ids=[str(i) for i in range(len(STFT_CASES))])
+def test_stft_matches_torch(kwargs):
+    kwargs = dict(kwargs)
+    window = torch.hann_window(10, dtype=torch.float64) if kwargs.pop("window", False) else None
+    signal = RNG.standard_normal((2, 100))
+    for s in (signal, signal[0]):
+        expected = torch.stft(torch.from_numpy(s), window=window, **kwargs)
+        got = gc.stft(gc.tensor(s), window=None if window is None else gc.tensor(window.numpy()), **kwargs)
+        _same(got, expected, 1e-12)
+    x, tx = gc.tensor(signal, requires_grad=True), torch.tensor(signal, requires_grad=True)
+    out = gc.stft(x, window=None if window is None else gc.tensor(window.numpy()), **kwargs)
+    tout = torch.stft(tx, window=window, **kwargs)
+    if kwargs["return_complex"]:
+        out, tout = gc.view_as_real(out), torch.view_as_real(tout)
+    out.pow(2).sum().backward()
+    tout.pow(2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-9)
+
+
+def test_stft_refusals():
+    with pytest.raises(gc.GraphcError, match="return_complex"):
+        gc.stft(gc.ones(32), 8)
+    with pytest.raises(gc.ShapeError, match="shorter than n_fft"):
+        gc.stft(gc.ones(4), 8, center=False, return_complex=True)
+    with pytest.raises(gc.GraphcError, match="symbolic length"):
+        gc.compile(lambda a: gc.stft(a, 8, center=False, return_complex=True).real, example_inputs=(np.ones(32),))
