@@ -16,6 +16,8 @@ float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.in
 uint8 = DType.uint8
 # PyTorch's aliases (torch.float ...); left out of __all__ so `from graphc import *` keeps the builtin float
 float, double, long, half = float32, float64, int64, float16  # noqa: A001
+complex64, complex128 = DType.complex64, DType.complex128
+cfloat, cdouble = complex64, complex128  # PyTorch's aliases
 
 from .random import Generator, manual_seed  # noqa: E402
 from .core.tensor import Tensor  # noqa: E402
@@ -57,10 +59,14 @@ from .ops import functions_compare as _functions_compare  # noqa: E402,F401  (is
 from .ops import functions_distance as _functions_distance  # noqa: E402,F401  (cross, cdist, dist)
 from .ops import reductions_scan as _reductions_scan  # noqa: E402,F401  (cummax, logcumsumexp, diff, trapezoid, nansum, ...)
 from .ops import reductions_stats as _reductions_stats  # noqa: E402,F401  (cov, corrcoef)
+from .ops import complex_ops as _complex_ops  # noqa: E402  (gc.real, gc.conj, gc.angle, gc.complex, ...)
+from .ops import spectral as _spectral  # noqa: E402,F401  (gc.stft, Tensor.stft)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 from .core.out_arg import with_out as _with_out  # noqa: E402
 globals().update({_name: _with_out(_fn) for _name, _fn in _surface.TOP_LEVEL.items()})  # gc.relu, gc.clamp, ...: out= too
+for _name, _fn in _complex_ops.PROPERTIES.items():  # Tensor.real, Tensor.imag: properties, as PyTorch's
+    setattr(Tensor, _name, property(_fn))
 from . import nn  # noqa: E402
 # torch.selu, torch.max_pool1d, ...: the F functions PyTorch also has at the top with the same signature
 _TOP_FROM_F = ("selu", "celu", "prelu", "threshold", "max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d",
@@ -78,6 +84,7 @@ from . import distributions  # noqa: E402  (torch.distributions: Categorical, No
 from . import special  # noqa: E402  (torch.special: gc.special.erfcx, gc.special.zeta, ...)
 from . import signal  # noqa: E402  (torch.signal.windows: hann, kaiser, ...)
 from . import linalg  # noqa: E402  (torch.linalg on numpy's LAPACK)
+from . import fft  # noqa: E402  (torch.fft: numpy.fft / cupy.fft kernels)
 from .executor import Plan  # noqa: E402
 
 from .ir._version import __version__  # noqa: E402  (the one place the version is written)
@@ -90,6 +97,7 @@ __all__ = sorted({
     "device", "empty", "enable_grad", "export", "float16", "float32", "float64", "from_numpy", "full",
     "inference_mode", "int64", "is_grad_enabled", "jit", "load", "set_grad_enabled", "autograd", "manual_seed", "nn", "no_grad", "ones", "ones_like",
     "optim", "special", "rand", "rand_like", "randn", "randn_like", "save", "scan", "stack", "tensor", "trace", "uint8", "viz", "while_loop", "zeros", "zeros_like",
+    "complex64", "complex128",
     *_surface.TOP_LEVEL, *_TOP_FROM_F})
 
 # PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types

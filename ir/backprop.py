@@ -9,6 +9,7 @@ control-flow node's own vjp then runs as a body: that is how gradients get throu
 from __future__ import annotations
 
 from .builder import Builder
+from .complex_support import check_gradient, complex_vjp
 from .errors import GraphcError
 from .graph import Graph, Node, Value
 from .registry import get_op
@@ -23,10 +24,11 @@ def backpropagate(builder: Builder, nodes: list, cotangents: dict, active: set, 
         cts = [cotangents.get(id(v)) for v in node.outputs]
         if all(ct is None for ct in cts):
             continue
-        needs = [id(v) in active and (relevant is None or id(v) in relevant) and v.type.dtype.is_float
+        needs = [id(v) in active and (relevant is None or id(v) in relevant) and differentiable_dtype(v.type.dtype)
                  for v in node.inputs]
         if not any(needs):
             continue
+        check_gradient(get_op(node.op), node)
         if meta_of is not None:
             builder.meta = meta_of(node)
         grads = run_vjp(builder, node, cts, needs)
@@ -41,8 +43,9 @@ def run_vjp(builder, node: Node, cts, needs):
     if opdef.vjp is None:
         raise GraphcError(opdef.no_gradient or f"op {node.op!r} has no gradient rule (it cannot be differentiated)",
                           node.location())
+    rule = complex_vjp(node) or opdef.vjp
     try:
-        grads = opdef.vjp(builder, node, cts, needs)
+        grads = rule(builder, node, cts, needs)
     except GraphcError as e:
         raise e.located(node.location()) from None
     if len(grads) != len(node.inputs):
@@ -96,7 +99,13 @@ def zeros_like(builder, value: Value) -> Value:
 
 def differentiable(values) -> list:
     """Indices of the float values (the ones a cotangent flows through)."""
-    return [i for i, v in enumerate(values) if v.type.dtype.is_float]
+    return [i for i, v in enumerate(values) if differentiable_dtype(v.type.dtype)]
+
+
+def differentiable_dtype(dtype) -> bool:
+    """Float and complex values carry cotangents (complex ones only across the ops
+    ir/complex_support.py allows)."""
+    return dtype.is_float or dtype.is_complex
 
 
 def vjp_body(body: Graph, wrt: list, name: str, seeded: list | None = None) -> Graph:

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import complex_support
 from .errors import GraphcError, ShapeError, show
 from .graph import Graph
 from .types import DType
@@ -98,6 +99,8 @@ class OpDef:
     differentiable_outputs: tuple | Callable | None = None
     # why an op without a vjp has no gradient, for the error autodiff raises (default: a generic one)
     no_gradient: str = ""
+    # takes complex inputs and its vjp is exact for complex cotangents (ir/complex_support.py)
+    complex_vjp: bool = False
 
     def outputs_with_gradients(self, attrs: dict) -> tuple | None:
         """The indices of the outputs whose cotangents the vjp reads (None: all float ones)."""
@@ -164,4 +167,5 @@ def get_op(name) -> OpDef:
 
 def infer_types(opdef: OpDef, in_types: list, attrs: dict) -> list:
     opdef.check_arity(len(in_types))
+    complex_support.check_inputs(opdef, in_types, attrs)
     return list(opdef.infer(in_types, attrs))

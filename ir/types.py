@@ -29,6 +29,8 @@ class DType(enum.Enum):
     bool = "b1"
     float16 = "f16"
     uint8 = "u8"
+    complex64 = "c64"
+    complex128 = "c128"
 
     @property
     def short(self) -> str:
@@ -43,10 +45,24 @@ class DType(enum.Enum):
         return self in (DType.float32, DType.float64, DType.float16)
 
     @property
+    def is_complex(self) -> bool:
+        return self in (DType.complex64, DType.complex128)
+
+    @property
     def category(self) -> int:
-        """PyTorch's dtype category: 0 bool < 1 integer < 2 float (what a 0-d operand and an
-        in-place result are judged by)."""
-        return 2 if self.is_float else 0 if self is DType.bool else 1
+        """PyTorch's dtype category: 0 bool < 1 integer < 2 float < 3 complex (what a 0-d
+        operand and an in-place result are judged by)."""
+        return 3 if self.is_complex else 2 if self.is_float else 0 if self is DType.bool else 1
+
+    @property
+    def to_complex(self) -> "DType":
+        """The complex dtype of this precision (float64 -> complex128; others -> complex64)."""
+        return DType.complex128 if self in (DType.float64, DType.complex128) else DType.complex64
+
+    @property
+    def to_real(self) -> "DType":
+        """The real dtype of a complex one (complex64 -> float32); other dtypes are their own."""
+        return {DType.complex64: DType.float32, DType.complex128: DType.float64}.get(self, self)
 
     @classmethod
     def from_any(cls, dtype) -> "DType":
@@ -61,18 +77,24 @@ class DType(enum.Enum):
             key = None
         if key in _BY_NAME:
             return _BY_NAME[key]
-        raise ShapeError(f"unsupported dtype {dtype!r}; graphc supports float32, float64, int64, uint8, bool")
+        raise ShapeError(f"unsupported dtype {dtype!r}; graphc supports float32, float64, int64, uint8, bool, complex64, complex128")
 
 
 _NUMPY_NAMES = {DType.float32: "float32", DType.float64: "float64", DType.int64: "int64",
-                DType.bool: "bool", DType.float16: "float16", DType.uint8: "uint8"}
+                DType.bool: "bool", DType.float16: "float16", DType.uint8: "uint8",
+                DType.complex64: "complex64", DType.complex128: "complex128"}
 _BY_NAME = {**{d.name: d for d in DType}, **{d.value: d for d in DType}}
-_RANK = {DType.bool: 0, DType.uint8: 1, DType.int64: 2, DType.float16: 3, DType.float32: 4, DType.float64: 5}
+_RANK = {DType.bool: 0, DType.uint8: 1, DType.int64: 2, DType.float16: 3, DType.float32: 4, DType.float64: 5,
+         DType.complex64: 6, DType.complex128: 7}
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Result dtype of a binary op (bool < uint8 < int64 < float16 < float32 < float64)."""
-    return a if _RANK[a] >= _RANK[b] else b
+    """Result dtype of a binary op (bool < uint8 < int64 < float16 < float32 < float64 <
+    complex64 < complex128); complex64 with float64 is complex128, as in PyTorch."""
+    high = a if _RANK[a] >= _RANK[b] else b
+    if high is DType.complex64 and DType.float64 in (a, b):
+        return DType.complex128
+    return high
 
 
 # ---- symbolic dims -------------------------------------------------------------

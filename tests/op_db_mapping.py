@@ -214,6 +214,10 @@ def close(actual, expected, rtol, atol):
         return f"dtype {actual.dtype} != torch {expected.dtype}"
     if actual.size == 0:
         return ""
+    if expected.dtype.kind == "c":  # real and imaginary parts compared as a trailing pair (real, imag)
+        pair = lambda z: np.stack([z.real, z.imag], -1)  # noqa: E731
+        bad = close(pair(actual), pair(expected), rtol, atol)
+        return bad and f"(real, imag) pairs: {bad}"
     if expected.dtype.kind not in "fc":
         bad = actual != expected
         if bad.any():

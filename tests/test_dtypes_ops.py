@@ -25,7 +25,8 @@ from op_table_dtypes import dtype_cases
 
 # Float results against PyTorch's: float32 kernels may round differently (summation order,
 # erf's formula) by a few ulps; 1e-5 is the op table's float32 tolerance, 1e-10 its float64 one.
-TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10, np.dtype(np.float16): 1e-3}
+TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10, np.dtype(np.float16): 1e-3,
+       np.dtype(np.complex64): 1e-5, np.dtype(np.complex128): 1e-10}
 
 CASES = [pytest.param(op, inputs, attrs, id=f"{op}-{variant}") for op, variant, inputs, attrs in dtype_cases()]
 

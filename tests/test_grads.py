@@ -21,6 +21,8 @@ CASES = [(op, i, s) for op, info in sorted(OP_INFO.items()) if REGISTRY[op].vjp 
 
 
 def _as_f64(a):
+    if a.dtype.kind == "c":  # complex inputs are perturbed in their real and imaginary parts
+        return np.array(a, dtype=np.complex128, order="C")
     return np.array(a, dtype=np.float64, order="C") if a.dtype.kind == "f" else np.array(a)  # keeps 0-d 0-d
 
 
@@ -31,9 +33,10 @@ def _build(op, sample, rng):
     values, params = [], {}
     for i, a in enumerate(sample.inputs):
         a = _as_f64(a)
-        if a.dtype.kind == "f":
+        if a.dtype.kind in "fc":
             name = f"p{i}"
-            values.append(g.add_state(Value(name, TensorType(a.shape, DType.float64)), "param"))
+            dtype = DType.complex128 if a.dtype.kind == "c" else DType.float64
+            values.append(g.add_state(Value(name, TensorType(a.shape, dtype)), "param"))
             params[name] = a
         else:
             values.append(b.constant(a, DType.from_any(a.dtype)))
@@ -42,12 +45,14 @@ def _build(op, sample, rng):
         attrs["dtype"] = "float64"
     outputs = b.emit(op, values, attrs)
     wanted = REGISTRY[op].outputs_with_gradients(attrs)  # BN's statistics never reach a loss
-    chosen = [o for i, o in enumerate(outputs) if o.type.dtype.is_float and (wanted is None or i in wanted)]
+    chosen = [o for i, o in enumerate(outputs)
+              if (o.type.dtype.is_float or o.type.dtype.is_complex) and (wanted is None or i in wanted)]
     loss = None
-    for out in chosen:
-        v = b.constant(rng.standard_normal(out.type.shape), DType.float64)
-        term = b.emit1("sum", [b.emit1("mul", [out, v])])
-        loss = term if loss is None else b.emit1("add", [loss, term])
+    for out in chosen:  # a complex output enters the loss by its real and imaginary parts
+        for part in [b.emit1("real", [out]), b.emit1("imag", [out])] if out.type.dtype.is_complex else [out]:
+            v = b.constant(rng.standard_normal(part.type.shape), DType.float64)
+            term = b.emit1("sum", [b.emit1("mul", [part, v])])
+            loss = term if loss is None else b.emit1("add", [loss, term])
     g.outputs = [loss]
     return g, params
 
@@ -79,29 +84,32 @@ def test_vjp_matches_finite_differences(op, index, sample):
         x = params[name]  # the plan shares this array: perturb it in place
         grad = analytic.get(name, np.zeros_like(x))
         assert grad.shape == x.shape, f"{name}: gradient shape {grad.shape} != input shape {x.shape}"
-        # <J u, v> (finite differences along a random direction) == <u, J^T v> (the vjp)
-        u = rng.standard_normal(x.shape)
-        saved = x.copy()
-        x += EPS * u
-        up = loss()
-        x[...] = saved - EPS * u
-        down = loss()
-        x[...] = saved
-        directional = (up - down) / (2 * EPS)
-        np.testing.assert_allclose(np.sum(grad * u), directional, rtol=RTOL, atol=ATOL * max(1, x.size) + roundoff,
-                                   err_msg=f"{op}: <u, J^T v> != <J u, v> for input {name}")
-        # element by element
-        flat = x.reshape(-1)
-        picks = rng.choice(flat.size, size=min(flat.size, ELEMENTS_PER_INPUT), replace=False)
-        for k in picks:
-            old = flat[k]
-            flat[k] = old + EPS
+        # a complex input's gradient is dL/dRe + i dL/dIm (PyTorch's convention): checked along 1 and 1j
+        for d in (1, 1j) if x.dtype.kind == "c" else (1,):
+            along = np.real(np.conj(d) * grad)
+            # <J u, v> (finite differences along a random direction) == <u, J^T v> (the vjp)
+            u = rng.standard_normal(x.shape)
+            saved = x.copy()
+            x += EPS * d * u
             up = loss()
-            flat[k] = old - EPS
+            x[...] = saved - EPS * d * u
             down = loss()
-            flat[k] = old
-            np.testing.assert_allclose(grad.reshape(-1)[k], (up - down) / (2 * EPS), rtol=RTOL, atol=ATOL * 100 + roundoff,
-                                       err_msg=f"{op}: d loss / d {name}[{k}]")
+            x[...] = saved
+            directional = (up - down) / (2 * EPS)
+            np.testing.assert_allclose(np.sum(along * u), directional, rtol=RTOL, atol=ATOL * max(1, x.size) + roundoff,
+                                       err_msg=f"{op}: <u, J^T v> != <J u, v> for input {name} (direction {d})")
+            # element by element
+            flat = x.reshape(-1)
+            picks = rng.choice(flat.size, size=min(flat.size, ELEMENTS_PER_INPUT), replace=False)
+            for k in picks:
+                old = flat[k]
+                flat[k] = old + EPS * d
+                up = loss()
+                flat[k] = old - EPS * d
+                down = loss()
+                flat[k] = old
+                np.testing.assert_allclose(along.reshape(-1)[k], (up - down) / (2 * EPS), rtol=RTOL,
+                                           atol=ATOL * 100 + roundoff, err_msg=f"{op}: d loss / d {name}[{k}] ({d})")
 
 
 # Ops whose gradient is zero by definition, which finite differences cannot check: tested by name.

@@ -31,7 +31,8 @@ CASES = [pytest.param(op, sample, id=f"{op}-{sample.desc}") for op, info in sort
 
 def tolerance(dtype) -> float | None:
     """rtol = atol for a float dtype; None means exact (ints, bools)."""
-    return {np.dtype(np.float32): FLOAT32_TOL, np.dtype(np.float64): FLOAT64_TOL}.get(np.dtype(dtype))
+    return {np.dtype(np.float32): FLOAT32_TOL, np.dtype(np.float64): FLOAT64_TOL,
+            np.dtype(np.complex64): FLOAT32_TOL, np.dtype(np.complex128): FLOAT64_TOL}.get(np.dtype(dtype))
 
 
 def assert_close(actual, expected, tol=None, what="output"):
@@ -106,8 +107,8 @@ def test_grad_flag_is_consistent(op, sample):
     """``grad=True`` needs a floating-point input to perturb and floating-point outputs
     (random ops qualify: gradient checks replay the plan's RNG state for every evaluation)."""
     if sample.grad:
-        assert any(a.dtype.kind == "f" for a in sample.inputs)
-        assert all(t.dtype.is_float for t in expected_types(op, sample))
+        assert any(a.dtype.kind in "fc" for a in sample.inputs)
+        assert all(t.dtype.is_float or t.dtype.is_complex for t in expected_types(op, sample))
 
 
 # ---- forward against the numpy reference ---------------------------------------------------

@@ -14,7 +14,10 @@ def weak_dtype(scalar, others) -> DType:
     if isinstance(scalar, int):
         numeric = [d for d in others if d is not DType.bool]
         return numeric[0] if numeric else DType.int64
-    floats = [d for d in others if d.is_float]
+    if isinstance(scalar, (complex, np.complexfloating)):  # float64 next to it makes complex128, as in PyTorch
+        inexact = [d for d in others if d.is_float or d.is_complex]
+        return inexact[0].to_complex if inexact else DType.complex64
+    floats = [d for d in others if d.is_float or d.is_complex]
     return floats[0] if floats else DType.float32
 
 

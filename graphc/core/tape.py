@@ -54,7 +54,7 @@ def record(op: str, attrs: dict, inputs: list, outputs: list) -> None:
 
     entry = TapeEntry(op, attrs, inputs, [t.array for t in outputs], user_source())
     for index, out in enumerate(outputs):
-        if out.dtype.is_float:
+        if out.dtype.is_float or out.dtype.is_complex:
             out._grad_fn = (entry, index)
             out.requires_grad = True
 

@@ -273,8 +273,8 @@ class Tensor:
         """
         if self._grad_fn is not None and not requires_grad:
             raise GraphcError("requires_grad_(False) on a computed tensor: use .detach() to cut it from the graph")
-        if requires_grad and not self.dtype.is_float:
-            raise GraphcError(f"only floating-point tensors can require gradients, got {self.dtype.name}")
+        if requires_grad and not (self.dtype.is_float or self.dtype.is_complex):
+            raise GraphcError(f"only floating-point and complex tensors can require gradients, got {self.dtype.name}")
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -356,7 +356,7 @@ class Tensor:
         return getattr(self, op)(other)
 
     def __neg__(self): return apply("neg", [self])
-    def __abs__(self): return apply("abs", [self])
+    def __abs__(self): return apply("complex_abs" if self.dtype.is_complex else "abs", [self])
     def __eq__(self, o): return apply("eq", [self, o])
     def __ne__(self, o): return apply("ne", [self, o])
     def __lt__(self, o): return apply("lt", [self, o])
@@ -378,6 +378,8 @@ class Tensor:
     def long(self, memory_format=None): return self.cast(DType.int64)
     def byte(self, memory_format=None): return self.cast(DType.uint8)
     def bool(self, memory_format=None): return self.cast(DType.bool)
+    def cfloat(self, memory_format=None): return self.cast(DType.complex64)
+    def cdouble(self, memory_format=None): return self.cast(DType.complex128)
 
     @property
     def T(self):

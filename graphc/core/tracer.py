@@ -209,7 +209,7 @@ class Tracer:
             dtype = weak_dtype(1.0 if isinstance(x, TracedFloat) else 1, dtypes)
             return value if value.type.dtype is dtype else self.builder.emit1("cast", [value], {"dtype": dtype.name},
                                                                               self.current_meta())
-        if isinstance(x, (bool, int, float, np.number)):
+        if isinstance(x, (bool, int, float, complex, np.number)):
             dtype = weak_dtype(x, dtypes)
             return self.builder.constant(scalar_array(x, dtype), dtype)
         if isinstance(x, np.ndarray):  # a captured array: a constant, typed as eager dispatch types it

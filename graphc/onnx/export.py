@@ -75,6 +75,9 @@ class _Writer:
             raise GraphcError(f"ONNX export: graphc op {node.op!r} has no ONNX form yet", node.location())
         if control is None and len(node.outputs) != 1:
             raise GraphcError(f"ONNX export: {node.op!r} with {len(node.outputs)} outputs", node.location())
+        if any(v.type.dtype.is_complex for v in (*node.inputs, *node.outputs)):  # ONNX has no complex kernels
+            raise GraphcError(f"ONNX export: {node.op!r} on complex values (ONNX runtimes have no complex tensors); "
+                              "keep complex numbers out of the exported function", node.location())
         for value in node.outputs:
             if renamed is not None and id(value) in renamed:
                 self.names[id(value)] = renamed[id(value)]

@@ -52,6 +52,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         array = array.astype(_dtype(dtype))
     elif array.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):  # np.float64(2.5) stays f64
         array = array.astype(_DEFAULT_FLOAT)
+    elif array.dtype == np.complex128 and not isinstance(data, (np.ndarray, np.generic)):  # Python complex: complex64
+        array = array.astype(np.complex64)
     DType.from_any(array.dtype)  # refuse dtypes graphc has no kernels for
     return _place(np.ascontiguousarray(array) if array.ndim else array, device, requires_grad)
 
@@ -178,7 +180,11 @@ def _draw(shape: list, distribution: str, dtype, device, requires_grad) -> Tenso
         dims = [d.sym if isinstance(d, SymInt) else int(d) for d in shape]
         return tracer.draw(dims, distribution, DType.from_any(dtype) if dtype else DType.float32)
     draw = generator().standard_normal if distribution == "normal" else generator().random
-    return _place(draw(shape).astype(_dtype(dtype)), device, requires_grad)
+    want = _dtype(dtype)
+    if want.kind == "c":  # PyTorch's complex draws: real and imaginary parts each, normal ones of variance 1/2
+        scale = np.sqrt(0.5) if distribution == "normal" else 1.0
+        return _place(((draw(shape) + 1j * draw(shape)) * scale).astype(want), device, requires_grad)
+    return _place(draw(shape).astype(want), device, requires_grad)
 
 
 def _draw_like(t: Tensor, distribution: str, dtype, device) -> Tensor:

@@ -35,7 +35,19 @@ tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
 sin = _unary("sin", "Elementwise sine (radians).")
 cos = _unary("cos", "Elementwise cosine (radians).")
 sigmoid = _unary("sigmoid", "Elementwise 1 / (1 + exp(-x)), stable for both signs.")
-abs = _unary("abs", "Elementwise absolute value.")  # noqa: A001 - PyTorch's name
+
+
+@torchsymbol()
+def abs(input):  # noqa: A001 - PyTorch's name
+    """Elementwise absolute value; of a complex tensor, the magnitude in its real dtype.
+
+    >>> import graphc as gc
+    >>> gc.abs(gc.tensor([-1.5, 2.0])).numpy().tolist(), gc.abs(gc.tensor([3 + 4j])).numpy().tolist()
+    ([1.5, 2.0], [5.0])
+    """
+    return apply("complex_abs" if input.dtype.is_complex else "abs", [input])
+
+
 sign = _unary("sign", "Elementwise sign (-1, 0 or 1).")
 floor = _unary("floor", "Elementwise round down (integers unchanged).")
 ceil = _unary("ceil", "Elementwise round up (integers unchanged).")

@@ -63,7 +63,7 @@ def _div(in_types, attrs):
     if mode is not None:
         return _no_bools(f"div with rounding_mode={mode!r}")(in_types, attrs)
     out = _binary(in_types, attrs)[0]
-    return [out if out.dtype.is_float else out.with_dtype(DType.float32)]
+    return [out if out.dtype.is_float or out.dtype.is_complex else out.with_dtype(DType.float32)]
 
 
 def _no_bool_sub(in_types, attrs):
@@ -214,7 +214,8 @@ def _vjp_where(b, node, cts, needs):
 
 def _vjp_cast(b, node, cts, needs):
     x = node.inputs[0]
-    return [b.emit1("cast", [cts[0]], {"dtype": x.type.dtype.name}) if x.type.dtype.is_float else None]
+    differentiable = x.type.dtype.is_float or x.type.dtype.is_complex
+    return [b.emit1("cast", [cts[0]], {"dtype": x.type.dtype.name}) if differentiable else None]
 
 
 # ---- registration -------------------------------------------------------------------
