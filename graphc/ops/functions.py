@@ -5,6 +5,8 @@ functions, so their gradient comes from autodiff with no rule of their own.
 """
 from __future__ import annotations
 
+import builtins
+
 from ..core.dispatch import apply
 from .surface import torchsymbol
 
@@ -66,7 +68,7 @@ def round_(input, *, decimals=0):
         return apply("round", [input])
     if not input.dtype.is_float:
         raise ShapeError(f"round with decimals takes floating-point tensors (as PyTorch), got {input.dtype.name}")
-    scale = float(10 ** abs(int(decimals)))
+    scale = float(10 ** builtins.abs(int(decimals)))  # abs is the tensor function here
     if decimals > 0:
         return apply("div", [apply("round", [apply("mul", [input, scale])]), scale])
     return apply("mul", [apply("round", [apply("div", [input, scale])]), scale])
