@@ -201,6 +201,13 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 from .losses_functional import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402,F401
                                 cross_entropy, huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .losses_more import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
+                          linear_cross_entropy, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+                          multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+                          triplet_margin_with_distance_loss)
+from .functional_more import (alpha_dropout, bilinear, channel_shuffle, cosine_similarity,  # noqa: E402,F401
+                              dropout3d, feature_alpha_dropout, glu, hardshrink, pairwise_distance, pdist, rms_norm,
+                              rrelu, softshrink, upsample_bilinear, upsample_nearest)
 
 # relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/ops/functions.py for Tensor.x, gc.x and F.x;
 # gelu, silu, layer_norm, embedding, conv1d, conv2d, softmax, ... in graphc/ops/functions_nn.py
