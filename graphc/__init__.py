@@ -65,5 +65,6 @@ __all__ = sorted({
 
 # PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types
 from . import backends, cuda, onnx  # noqa: E402,F401
+from . import masked  # noqa: E402,F401  (torch.masked: sum, amax, softmax, ... with mask=)
 from .tensor_types import (BoolTensor, DoubleTensor, FloatTensor, LongTensor, get_default_dtype,  # noqa: E402,F401
                            set_default_dtype)
