@@ -33,6 +33,7 @@ from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F4
 from .ops import reductions_more as _reductions_more  # noqa: E402,F401  (all, any, prod, cumsum, var, std, norm, ...)
 from .ops import shaping_more as _shaping_more  # noqa: E402,F401  (flip, roll, movedim, diagonal, diag, ...)
 from .ops.shaping_more import eye, linspace, logspace  # noqa: E402,F401
+from .ops import aten as _aten  # noqa: E402,F401  (gc.ops.aten.x: torch.ops.aten.x; gc.native_layer_norm, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 globals().update(_surface.TOP_LEVEL)  # gc.relu, gc.clamp, gc.flatten, ...

@@ -115,8 +115,8 @@ def resolve(op):
         torch_obj = functools.reduce(getattr, op.name.split("."), torch)
     except AttributeError:
         torch_obj = None
-    if torch_obj is fn:
-        return _lookup(gc, op.name, "")
+    if torch_obj is fn:  # (torch.torch is torch: an entry named torch.ops.aten.x.default is graphc.ops.aten.x.default)
+        return _lookup(gc, op.name.removeprefix("torch."), "")
     name = getattr(fn, "__name__", "")
     if name.startswith("__") and getattr(torch.Tensor, name, None) is not None:
         meth = _lookup(gc.Tensor, name, "Tensor.")
