@@ -26,6 +26,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def adaptive_avg_pool2d(input, output_size):
+    if input.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
+        return adaptive_avg_pool2d(input.unsqueeze(0), output_size).squeeze(0)
     size = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
     size = tuple(int(input.shape[2 + i]) if s is None else s for i, s in enumerate(size))
     return apply("adaptive_avg_pool2d", [input], {"output_size": size})
