@@ -246,7 +246,7 @@ def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
 
     >>> import graphc as gc
     >>> gc.masked.logaddexp(gc.tensor([0.0, 1.0]), gc.tensor([0.0, 2.0]),
-    ...                     input_mask=gc.tensor([True, False])).numpy().round(4).tolist()
+    ...                     input_mask=gc.tensor([True, False])).double().numpy().round(4).tolist()
     [0.6931, 2.0]
     """
     a = _fill(input, input_mask, -math.inf)

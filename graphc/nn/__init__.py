@@ -21,6 +21,7 @@ from .activation_vision import (CELU, SELU, Hardsigmoid, LogSigmoid, Mish, PReLU
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sync_batchnorm import SyncBatchNorm
 from .attention import MultiheadAttention
+from . import functional_attention  # noqa: F401,E402  (declares F.multi_head_attention_forward)
 from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
 from .conv import ConvTranspose1d, ConvTranspose2d, Fold, Unfold

@@ -210,7 +210,6 @@ from .losses_more import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedd
 from .functional_more import (alpha_dropout, bilinear, channel_shuffle, cosine_similarity,  # noqa: E402,F401
                               dropout3d, feature_alpha_dropout, glu, hardshrink, pairwise_distance, pdist, rms_norm,
                               rrelu, softshrink, upsample_bilinear, upsample_nearest)
-from .functional_attention import multi_head_attention_forward  # noqa: E402,F401
 from .functional_embedding import embedding_bag  # noqa: E402,F401
 
 # relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/ops/functions.py for Tensor.x, gc.x and F.x;

@@ -1,11 +1,15 @@
 """``F.multi_head_attention_forward``: PyTorch's functional multi-head attention, run by the very
 code of ``nn.MultiheadAttention`` (graphc/nn/attention.py) over the weights passed in, so the
-module and the function cannot disagree.
+module and the function cannot disagree. Declared on ``F`` through the surface table (this
+module imports nn.attention, which imports graphc.nn.functional).
 """
 from __future__ import annotations
 
+from ..core.dispatch import apply
 from ..core.tensor import Tensor
 from ..ir.errors import GraphcError, ShapeError
+from ..ops.surface import torchsymbol
+from .attention import MultiheadAttention
 
 
 class _PassedWeights:
@@ -13,7 +17,6 @@ class _PassedWeights:
 
     def __init__(self, embed_dim, num_heads, weights, biases, bias_k, bias_v, add_zero_attn, dropout_p,
                  out_proj_weight, out_proj_bias, training):
-        from .attention import MultiheadAttention
         self.forward = MultiheadAttention.forward.__get__(self)
         self._attend = MultiheadAttention._attend.__get__(self)
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
@@ -28,10 +31,11 @@ class _PassedWeights:
         return self._weights + self._biases
 
     def out_proj(self, x):
-        from .functional import linear
-        return linear(x, *self._out)
+        weight, bias = self._out
+        return apply("linear", [x, weight] + ([bias] if bias is not None else []))
 
 
+@torchsymbol(method=False, top=False)
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
                                  bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
                                  training=True, key_padding_mask=None, need_weights=True, attn_mask=None,

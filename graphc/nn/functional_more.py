@@ -106,8 +106,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
     >>> import graphc as gc
     >>> import graphc.nn.functional as F
-    >>> F.cosine_similarity(gc.tensor([[3.0, 4.0]]), gc.tensor([[4.0, 3.0]])).numpy().tolist()
-    [0.9599999785423279]
+    >>> F.cosine_similarity(gc.tensor([[2.0, 0.0], [2.0, 0.0]]), gc.tensor([[5.0, 0.0], [0.0, 3.0]])).numpy().tolist()
+    [1.0, 0.0]
     """
     shape = _broadcast_dims(x1, x2)
     x1 = x1.expand(*shape) if tuple(x1.dims) != shape else x1
@@ -217,8 +217,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
     >>> import graphc as gc
     >>> import graphc.nn.functional as F
-    >>> F.rms_norm(gc.tensor([[3.0, 4.0]]), [2], eps=0.0).numpy().round(4).tolist()
-    [[0.8485, 1.1314]]
+    >>> F.rms_norm(gc.tensor([[2.0, -2.0]]), [2], eps=0.0).numpy().tolist()
+    [[1.0, -1.0]]
     """
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     trailing = tuple(input.dims[input.ndim - len(shape):])
@@ -310,8 +310,8 @@ def upsample_nearest(input, size=None, scale_factor=None):
     >>> F.upsample_nearest(gc.tensor([[[1.0, 2.0]]]), scale_factor=2).numpy().tolist()
     [[[1.0, 1.0, 2.0, 2.0]]]
     """
-    from .functional import interpolate
-    return interpolate(input, size, scale_factor, mode="nearest")
+    from .functional_resample import interpolate
+    return interpolate(input, size, scale_factor, "nearest", None, None, False)
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
@@ -322,5 +322,5 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     >>> F.upsample_bilinear(gc.tensor([[[[0.0, 1.0]]]]), size=(1, 3)).numpy().tolist()
     [[[[0.0, 0.5, 1.0]]]]
     """
-    from .functional import interpolate
-    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+    from .functional_resample import interpolate
+    return interpolate(input, size, scale_factor, "bilinear", True, None, False)

@@ -277,7 +277,6 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     ...                              gc.tensor([0])).item(), 4)
     0.3133
     """
-    from .functional import linear
     if input.ndim not in (1, 2):
         raise ShapeError(f"linear_cross_entropy: expected input with dimensionality 1 or 2, got {input.ndim}")
     if linear_weight.ndim < 2:
@@ -286,7 +285,7 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     out_features = tuple(linear_weight.dims[:-1])
     w = linear_weight.reshape(-1, linear_weight.dims[-1]) if len(out_features) > 1 else linear_weight
     b = linear_bias.reshape(-1) if linear_bias is not None and linear_bias.ndim > 1 else linear_bias
-    logits = linear(input, w, b)
+    logits = apply("linear", [input, w] + ([b] if b is not None else []))
     if len(out_features) > 1:
         logits = logits.reshape(-1, *out_features) if input.ndim == 2 else logits.reshape(*out_features)
     return cross_entropy(logits, target, weight=weight, reduction=reduction,

@@ -126,8 +126,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     ``1 / sqrt(var + eps)`` when ``training`` (the running stats updated), empty ones in eval.
 
     >>> import graphc as gc
-    >>> out, mean, invstd = gc.native_batch_norm(gc.tensor([[1.0], [3.0]]), None, None, None, None, True, 0.1, 0.0)
-    >>> out.numpy().tolist(), mean.numpy().tolist(), invstd.numpy().tolist()
+    >>> out, mean, invstd = gc.native_batch_norm(gc.tensor([[1.0], [3.0]]), None, None, None, None, True, 0.1, 1e-5)
+    >>> out.double().numpy().round(3).tolist(), mean.numpy().tolist(), invstd.double().numpy().round(3).tolist()
     ([[-1.0], [1.0]], [2.0], [1.0])
     """
     if training:
@@ -142,8 +142,8 @@ def _native_batch_norm_legit(input, weight, bias, running_mean, running_var, tra
     """``native_batch_norm`` (ATen's functional form of it, same outputs).
 
     >>> import graphc as gc
-    >>> gc._native_batch_norm_legit(gc.tensor([[1.0], [3.0]]), None, None, None, None, True, 0.1, 0.0)[0].numpy().tolist()
-    [[-1.0], [1.0]]
+    >>> gc._native_batch_norm_legit(gc.tensor([[1.0], [3.0]]), None, None, None, None, True, 0.1, 1e-5)[1].tolist()
+    [2.0]
     """
     return native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
@@ -155,7 +155,7 @@ def _batch_norm_with_update(input, weight, bias, running_mean, running_var, mome
 
     >>> import graphc as gc
     >>> rm, rv = gc.zeros(1), gc.ones(1)
-    >>> out = gc.ops.aten._batch_norm_with_update(gc.tensor([[1.0], [3.0]]), None, None, rm, rv, 0.5, 0.0)
+    >>> out = gc.ops.aten._batch_norm_with_update(gc.tensor([[1.0], [3.0]]), None, None, rm, rv, 0.5, 1e-5)
     >>> rm.numpy().tolist(), rv.numpy().tolist()
     ([1.0], [1.5])
     """

@@ -1,0 +1,234 @@
+"""The functions of graphc/nn/losses_more.py, functional_more.py, functional_embedding.py,
+functional_attention.py, graphc/masked.py and graphc/ops/aten.py against PyTorch in float64:
+forward values and the gradients of ``sum(out * w)`` for a seeded ``w``; compiled plans against
+eager calls; and the refusals.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+import graphc.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def rng():
+    return np.random.default_rng(7)
+
+
+def _randn(*shape):
+    return rng().standard_normal(shape)
+
+
+def _sign(*shape):
+    return np.where(rng().standard_normal(shape) > 0, 1.0, -1.0)
+
+
+def _ints(high, *shape):
+    return rng().integers(0, high, shape).astype(np.int64)
+
+
+class Const(np.ndarray):
+    """An input that is not differentiated (a target PyTorch refuses a gradient for)."""
+
+
+def _const(a):
+    return np.asarray(a).view(Const)
+
+
+def _diff(a):
+    return a.dtype == np.float64 and not isinstance(a, Const)
+
+
+def _mask(*shape):
+    m = rng().random(shape) > 0.4
+    m.reshape(-1)[0] = True
+    return m
+
+
+# (id, graphc callable, torch callable, inputs (arrays; floats differentiated), kwargs)
+CASES = [
+    ("cosine_embedding", F.cosine_embedding_loss, TF.cosine_embedding_loss, [_randn(4, 3), _randn(4, 3) + 1, _sign(4)],
+     {"margin": 0.2}),
+    ("gaussian_nll", F.gaussian_nll_loss, TF.gaussian_nll_loss, [_randn(4, 3), _randn(4, 3) + 1,
+                                                                 rng().random((4, 1)) + 0.1], {"full": True}),
+    ("hinge_embedding", F.hinge_embedding_loss, TF.hinge_embedding_loss, [_randn(5), _sign(5)], {"reduction": "sum"}),
+    ("margin_ranking", F.margin_ranking_loss, TF.margin_ranking_loss, [_randn(5), _randn(5) + 0.3, _sign(5)],
+     {"margin": 0.1}),
+    ("multi_margin", F.multi_margin_loss, TF.multi_margin_loss, [_randn(4, 5), _ints(5, 4)], {"p": 2, "margin": 0.7}),
+    ("multi_margin_weight", F.multi_margin_loss, TF.multi_margin_loss, [_randn(4, 5), _ints(5, 4)],
+     {"weight": rng().random(5)}),
+    ("multilabel_margin", F.multilabel_margin_loss, TF.multilabel_margin_loss,
+     [_randn(2, 4), np.array([[3, 0, -1, 1], [1, 2, 2, 0]])], {"reduction": "none"}),
+    ("multilabel_soft_margin", F.multilabel_soft_margin_loss, TF.multilabel_soft_margin_loss,
+     [_randn(3, 4), (_randn(3, 4) > 0).astype(float)], {}),
+    ("poisson_nll", F.poisson_nll_loss, TF.poisson_nll_loss, [_randn(6), rng().random(6) * 4], {"full": True}),
+    ("poisson_nll_rate", F.poisson_nll_loss, TF.poisson_nll_loss, [rng().random(6) + 0.1, rng().random(6) * 4],
+     {"log_input": False}),
+    ("soft_margin", F.soft_margin_loss, TF.soft_margin_loss, [_randn(6), _const(_sign(6))], {}),
+    ("triplet", F.triplet_margin_loss, TF.triplet_margin_loss, [_randn(4, 3), _randn(4, 3) * 2, _randn(4, 3) * 1.5],
+     {"swap": True, "p": 3}),
+    ("linear_cross_entropy", F.linear_cross_entropy, TF.linear_cross_entropy, [_randn(4, 3), _randn(5, 3),
+                                                                                _ints(5, 4)], {}),
+    ("glu", F.glu, TF.glu, [_randn(3, 4)], {"dim": 1}),
+    ("hardshrink", F.hardshrink, TF.hardshrink, [_randn(7)], {"lambd": 0.3}),
+    ("softshrink", F.softshrink, TF.softshrink, [_randn(7)], {"lambd": 0.3}),
+    ("rrelu_eval", F.rrelu, TF.rrelu, [_randn(7)], {}),
+    ("cosine_similarity", F.cosine_similarity, TF.cosine_similarity, [_randn(4, 3), _randn(1, 3)], {}),
+    ("pairwise_distance", F.pairwise_distance, TF.pairwise_distance, [_randn(4, 3), _randn(4, 3)], {"p": 1.5}),
+    ("pdist", F.pdist, TF.pdist, [_randn(4, 3)], {}),
+    ("bilinear", F.bilinear, TF.bilinear, [_randn(4, 3), _randn(4, 2), _randn(5, 3, 2), _randn(5)], {}),
+    ("channel_shuffle", F.channel_shuffle, TF.channel_shuffle, [_randn(2, 6, 3)], {"groups": 3}),
+    ("rms_norm", F.rms_norm, TF.rms_norm, [_randn(2, 3, 4), (3, 4), _randn(3, 4)], {}),
+    ("embedding_bag_offsets", lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+     lambda w, i, o, p: TF.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+     [_randn(6, 3), _ints(6, 7), np.array([0, 0, 3]), _randn(7)], {}),
+    ("embedding_bag_max", lambda w, i: F.embedding_bag(i, w, mode="max"), lambda w, i: TF.embedding_bag(i, w, mode="max"),
+     [_randn(6, 3), np.array([[0, 2, 5], [1, 1, 4]])], {}),
+    ("embedding_bag_mean_pad", lambda w, i, o: F.embedding_bag(i, w, o, padding_idx=2),
+     lambda w, i, o: TF.embedding_bag(i, w, o, padding_idx=2), [_randn(6, 3), np.array([2, 1, 2, 2, 3]),
+                                                                   np.array([0, 2, 3])], {}),
+    ("native_layer_norm", gc.native_layer_norm, torch.native_layer_norm,
+     [_randn(2, 3, 4), (3, 4), _randn(3, 4), _randn(3, 4), 1e-5], {}),
+    ("grid_sampler_2d", gc.grid_sampler_2d, torch.grid_sampler_2d, [_randn(1, 2, 4, 5), rng().random((1, 3, 2, 2)) * 2 - 1,
+                                                                    0, 1, False], {}),
+    ("safe_softmax", gc.ops.aten._safe_softmax, torch.ops.aten._safe_softmax,
+     [np.array([[-np.inf, -np.inf], [0.5, -1.0]]), 1], {}),
+]
+for _name in ("sum", "prod", "amax", "amin", "mean", "logsumexp", "var", "std"):
+    CASES.append((f"masked.{_name}", getattr(gc.masked, _name), getattr(torch.masked, _name),
+                  [_randn(3, 4)], {"dim": 1, "mask": _mask(3, 4)}))
+for _name in ("cumsum", "cumprod", "softmax", "log_softmax", "softmin", "median"):
+    CASES.append((f"masked.{_name}", getattr(gc.masked, _name), getattr(torch.masked, _name),
+                  [_randn(3, 4), 1], {"mask": _mask(3, 4)}))
+CASES.append(("masked.norm", gc.masked.norm, torch.masked.norm, [_randn(3, 4), 3.0, 1], {"mask": _mask(1, 4)}))
+CASES.append(("masked.normalize", gc.masked.normalize, torch.masked.normalize, [_randn(3, 4), 2.0, 0],
+              {"mask": _mask(3, 4)}))
+
+
+def _convert(values, to_tensor):
+    out = []
+    for v in values:
+        out.append(to_tensor(v) if isinstance(v, np.ndarray) else v)
+    return out
+
+
+def _outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_matches_torch_float64(case):
+    _, gfn, tfn, inputs, kwargs = case
+    tin = _convert(inputs, lambda a: torch.tensor(np.asarray(a), requires_grad=_diff(a)))
+    gin = _convert(inputs, lambda a: gc.tensor(np.asarray(a), requires_grad=_diff(a)))
+    tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    gkw = {k: gc.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    touts, gouts = _outputs(tfn(*tin, **tkw)), _outputs(gfn(*gin, **gkw))
+    assert len(touts) == len(gouts)
+    for t, g in zip(touts, gouts):
+        np.testing.assert_allclose(g.numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-12)
+    w = [np.random.default_rng(k).uniform(0.5, 1.5, tuple(t.shape)) for k, t in enumerate(touts)]
+    tloss = sum((t * torch.tensor(wk)).sum() for t, wk in zip(touts, w) if t.requires_grad)
+    if not isinstance(tloss, torch.Tensor):
+        return
+    leaves = [(t, g) for t, g in zip(tin, gin) if isinstance(t, torch.Tensor) and t.requires_grad]
+    tgrads = torch.autograd.grad(tloss, [t for t, _ in leaves], allow_unused=True)
+    gloss = None
+    for g, wk in zip(gouts, w):
+        term = (g * gc.tensor(wk)).sum()
+        gloss = term if gloss is None else gloss + term
+    gloss.backward()
+    for (t, g), tg in zip(leaves, tgrads):
+        expected = np.zeros(tuple(t.shape)) if tg is None else tg.numpy()
+        got = np.zeros(tuple(t.shape)) if g.grad is None else g.grad.numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-10)
+
+
+COMPILED = [
+    ("triplet", lambda a, p, n: F.triplet_margin_loss(a, p, n), [(5, 3), (5, 3), (5, 3)]),
+    ("multilabel_soft_margin", lambda x, y: F.multilabel_soft_margin_loss(x, y), [(5, 4), (5, 4)]),
+    ("cosine_similarity", lambda a, b: F.cosine_similarity(a, b), [(5, 3), (5, 3)]),
+    ("masked_var", lambda x, m: gc.masked.var(x, 1, mask=m > 0), [(5, 4), (5, 4)]),
+    ("masked_median", lambda x, m: gc.masked.median(x, 1, mask=m > 0), [(5, 4), (5, 4)]),
+    ("channel_shuffle", lambda x: F.channel_shuffle(x, 2), [(5, 4, 3)]),
+    ("native_group_norm", lambda x: gc.native_group_norm(x, None, None, 5, 4, 3, 2, 1e-5)[0], [(5, 4, 3)]),
+]
+
+
+@pytest.mark.parametrize("case", COMPILED, ids=[c[0] for c in COMPILED])
+def test_compiled_matches_eager(case):
+    _, fn, shapes = case
+    arrays = [np.random.default_rng(k).standard_normal(s).astype(np.float32) for k, s in enumerate(shapes)]
+    plan = gc.compile(fn, example_inputs=tuple(arrays))
+    eager = fn(*[gc.tensor(a) for a in arrays]).numpy()
+    np.testing.assert_allclose(np.asarray(plan(*arrays)), eager, rtol=1e-6, atol=1e-6)
+
+
+def test_multi_head_attention_forward_matches_torch():
+    r = np.random.default_rng(3)
+    q, k = r.standard_normal((3, 2, 4)), r.standard_normal((5, 2, 4))
+    w_in, b_in, w_out, b_out = r.standard_normal((12, 4)), r.standard_normal(12), r.standard_normal((4, 4)), \
+        r.standard_normal(4)
+    bk, bv = r.standard_normal(4), r.standard_normal(4)
+    args = lambda t: (t(q), t(k), t(k), 4, 2, t(w_in), t(b_in), t(bk), t(bv), False, 0.0, t(w_out), t(b_out))  # noqa: E731
+    tout = TF.multi_head_attention_forward(*args(torch.tensor), training=False)
+    gout = F.multi_head_attention_forward(*args(gc.tensor), training=False)
+    for g, t in zip(gout, tout):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_running_stats_updated_by_native_batch_norm():
+    x = np.random.default_rng(1).standard_normal((4, 3, 2))
+    rm, rv = gc.zeros(3).double(), gc.ones(3).double()
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    out = gc.native_batch_norm(gc.tensor(x), None, None, rm, rv, True, 0.3, 1e-5)
+    tout = torch.native_batch_norm(torch.tensor(x), None, None, trm, trv, True, 0.3, 1e-5)
+    for g, t in zip(out, tout):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-9)
+    np.testing.assert_allclose(rm.numpy(), trm.numpy(), rtol=1e-9)
+    np.testing.assert_allclose(rv.numpy(), trv.numpy(), rtol=1e-9)
+    assert out[1].requires_grad is False
+
+
+def test_unbatched_conv2d_and_prelu_scalar_weight():
+    x, w = np.random.default_rng(2).standard_normal((2, 5, 5)), np.random.default_rng(3).standard_normal((3, 2, 3, 3))
+    np.testing.assert_allclose(F.conv2d(gc.tensor(x), gc.tensor(w)).numpy(),
+                               TF.conv2d(torch.tensor(x), torch.tensor(w)).numpy(), rtol=1e-9)
+    np.testing.assert_allclose(F.adaptive_avg_pool2d(gc.tensor(x), 2).numpy(),
+                               TF.adaptive_avg_pool2d(torch.tensor(x), 2).numpy(), rtol=1e-9)
+    np.testing.assert_allclose(F.prelu(gc.tensor(x), gc.tensor(0.25).double()).numpy(),
+                               TF.prelu(torch.tensor(x), torch.tensor(0.25, dtype=torch.float64)).numpy())
+
+
+def test_random_dropouts_keep_shape_and_identity_in_eval():
+    x = gc.ones(4, 3, 2, 2, 2)
+    assert F.alpha_dropout(x, 0.5) is x and F.dropout3d(x, 0.5, training=False) is x
+    for out in (F.alpha_dropout(x, 0.5, True), F.feature_alpha_dropout(x, 0.5, True), F.dropout3d(x, 0.5),
+                F.rrelu(-x, training=True)):
+        assert out.shape == x.shape
+    slopes = -F.rrelu(-x, 0.1, 0.3, training=True).numpy()
+    assert ((slopes >= 0.1) & (slopes <= 0.3)).all()
+    dropped = F.dropout3d(x, 0.5).numpy()
+    assert set(np.unique(dropped)) <= {0.0, 2.0}
+    assert (dropped.reshape(4, 3, -1).std(axis=2) == 0).all()  # whole channels
+
+
+def test_refusals():
+    with pytest.raises(gc.TraceError, match="pdist"):
+        gc.compile(lambda x: F.pdist(x), example_inputs=(np.zeros((4, 3), np.float32),))
+    with pytest.raises(gc.ShapeError, match="glu"):
+        F.glu(gc.ones(3))
+    with pytest.raises(gc.GraphcError, match="per_sample_weights"):
+        F.embedding_bag(gc.tensor([[0, 1]]), gc.ones(3, 2), mode="max", per_sample_weights=gc.ones(1, 2))
+    with pytest.raises(gc.GraphcError, match="antialias"):
+        gc.ops.aten._upsample_bilinear2d_aa(gc.ones(1, 1, 4, 4), (2, 2), False)
+    with pytest.raises(gc.ShapeError, match="broadcastable mask"):
+        gc.masked.sum(gc.ones(3), mask=gc.ones(2, 3) > 0)
+    with pytest.raises(gc.GraphcError, match="static_k"):
+        x = gc.ones(2, 1, 2)
+        F.multi_head_attention_forward(x, x, x, 2, 1, gc.ones(6, 2), None, None, None, False, 0.0, gc.ones(2, 2), None,
+                                       static_k=x)
