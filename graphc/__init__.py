@@ -27,6 +27,7 @@ from .core.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_gra
 from .ops import functions as _functions, surface as _surface  # noqa: E402
 from .ops import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
 from .ops import functions_conv as _functions_conv  # noqa: E402,F401  (F.conv_transpose2d, F.fold, ...)
+from .ops import functions_conv3d as _functions_conv3d  # noqa: E402,F401  (F.conv3d, F.conv_transpose3d)
 from .ops import functions_math as _functions_math  # noqa: E402,F401  (gc.tan, gc.atan2, Tensor.fmod_, ...)
 from .core import inplace as _inplace  # noqa: E402,F401
 from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F401

@@ -232,3 +232,51 @@ def test_refusals():
         x = gc.ones(2, 1, 2)
         F.multi_head_attention_forward(x, x, x, 2, 1, gc.ones(6, 2), None, None, None, False, 0.0, gc.ones(2, 2), None,
                                        static_k=x)
+
+
+THREE_D = [
+    ("conv3d", lambda m: m.conv3d, [_randn(2, 4, 5, 4, 6), _randn(6, 2, 2, 3, 2), _randn(6)],
+     {"stride": (2, 1, 2), "padding": (1, 0, 1), "dilation": (2, 1, 1), "groups": 2}),
+    ("conv3d_same", lambda m: m.conv3d, [_randn(3, 4, 5, 4), _randn(2, 3, 2, 3, 2)], {"padding": "same"}),
+    ("conv_transpose3d", lambda m: m.conv_transpose3d, [_randn(2, 4, 3, 4, 3), _randn(4, 3, 3, 2, 2), _randn(6)],
+     {"stride": (2, 3, 1), "padding": (1, 0, 1), "output_padding": (1, 2, 0), "groups": 2, "dilation": (2, 1, 2)}),
+    ("avg_pool3d", lambda m: m.avg_pool3d, [_randn(2, 3, 5, 6, 5)],
+     {"kernel_size": (3, 2, 3), "stride": (2, 2, 1), "padding": 1, "ceil_mode": True, "count_include_pad": False}),
+    ("avg_pool3d_divisor", lambda m: m.avg_pool3d, [_randn(2, 5, 6, 5)],
+     {"kernel_size": 2, "padding": 1, "divisor_override": 3}),
+    ("max_pool3d", lambda m: m.max_pool3d, [_randn(2, 3, 5, 6, 5)],
+     {"kernel_size": (3, 2, 2), "stride": 2, "padding": (1, 1, 0), "dilation": (1, 2, 1), "return_indices": True}),
+    ("adaptive_avg_pool3d", lambda m: m.adaptive_avg_pool3d, [_randn(2, 3, 5, 7, 4)], {"output_size": (3, None, 2)}),
+    ("adaptive_max_pool3d", lambda m: m.adaptive_max_pool3d, [_randn(3, 5, 7, 4)],
+     {"output_size": (2, 3, 3), "return_indices": True}),
+]
+
+
+@pytest.mark.parametrize("case", THREE_D, ids=[c[0] for c in THREE_D])
+def test_three_d_matches_torch_float64(case):
+    _, pick, inputs, kwargs = case
+    test_matches_torch_float64(("", pick(F), pick(TF), inputs, kwargs))
+
+
+def test_three_d_compiled_matches_eager():
+    r = np.random.default_rng(5)
+    w, b = gc.tensor(r.standard_normal((4, 3, 3, 3, 3)).astype(np.float32)), gc.tensor(np.ones(4, np.float32))
+    wt = gc.tensor(r.standard_normal((3, 2, 3, 3, 3)).astype(np.float32))
+
+    def fn(x):
+        y = F.conv3d(x, w, b, padding=1) + F.conv_transpose3d(x, wt, stride=1, padding=1).sum(1, keepdim=True)
+        pooled, idx = F.max_pool3d(y, 2, return_indices=True)
+        return F.max_unpool3d(pooled, idx, 2, output_size=tuple(y.shape[2:])) + F.avg_pool3d(y, 3, 1, 1)
+
+    x = r.standard_normal((3, 3, 4, 5, 6)).astype(np.float32)
+    plan = gc.compile(fn, example_inputs=(x,))
+    for batch in (3, 2):
+        np.testing.assert_allclose(np.asarray(plan(x[:batch])), fn(gc.tensor(x[:batch])).numpy(), rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_max_unpool3d_matches_torch():
+    x = torch.tensor(_randn(2, 3, 4, 6, 5))
+    y, i = TF.max_pool3d(x, 2, return_indices=True)
+    got = F.max_unpool3d(gc.tensor(y.numpy()), gc.tensor(i.numpy()), 2, output_size=(4, 6, 5)).numpy()
+    np.testing.assert_array_equal(got, TF.max_unpool3d(y, i, 2, output_size=(4, 6, 5)).numpy())

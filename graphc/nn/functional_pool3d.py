@@ -109,6 +109,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _done((_finish(z, hw), _index_3d(i1, i2, c, d, h, w, hw)), added)
 
 
+def _adaptive_avg_pool2d(x, size):
+    return apply("adaptive_avg_pool2d", [x], {"output_size": tuple(int(s) for s in size)})
+
+
 def _adaptive_size(x, output_size):
     size = (output_size,) * 3 if isinstance(output_size, int) or output_size is None else tuple(output_size)
     if len(size) != 3:
@@ -125,12 +129,11 @@ def adaptive_avg_pool3d(input, output_size):
     >>> F.adaptive_avg_pool3d(gc.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten().numpy().tolist()
     [3.5]
     """
-    from .functional import adaptive_avg_pool2d
     x, added = _batched(input, 5, "adaptive_avg_pool3d")
     size = _adaptive_size(x, output_size)
     c, d = x.shape[1], x.shape[2]
-    y, hw = _depth_view(adaptive_avg_pool2d(_views(x), size[1:]), c, d)
-    return _done(_finish(adaptive_avg_pool2d(y, (size[0], hw[0] * hw[1])), hw), added)
+    y, hw = _depth_view(_adaptive_avg_pool2d(_views(x), size[1:]), c, d)
+    return _done(_finish(_adaptive_avg_pool2d(y, (size[0], hw[0] * hw[1])), hw), added)
 
 
 @torchsymbol(**_F_ONLY)

@@ -22,7 +22,7 @@ def conv2d_rule(in_types, attrs):
     groups = attrs["groups"]
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    need_static((c,), "conv2d", "channels")
+    need_static((c, o), "conv2d", "channels")  # (o % groups below needs a number)
     if groups < 1 or c != cg * groups or o % groups:
         raise ShapeError(f"conv2d: input has {c} channels, weight {w} with groups={groups} expects {cg * groups}")
     if len(in_types) == 3 and in_types[2].shape != (o,):
