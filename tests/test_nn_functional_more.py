@@ -280,3 +280,19 @@ def test_max_unpool3d_matches_torch():
     y, i = TF.max_pool3d(x, 2, return_indices=True)
     got = F.max_unpool3d(gc.tensor(y.numpy()), gc.tensor(i.numpy()), 2, output_size=(4, 6, 5)).numpy()
     np.testing.assert_array_equal(got, TF.max_unpool3d(y, i, 2, output_size=(4, 6, 5)).numpy())
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.Conv3d(2, 4, (2, 3, 3), stride=(1, 2, 1), padding=1, padding_mode="reflect"),
+    lambda m: m.Conv3d(2, 4, 3, padding="same", bias=False),
+    lambda m: m.ConvTranspose3d(2, 4, 3, stride=2, padding=1, groups=2),
+], ids=["conv3d_reflect", "conv3d_same", "conv_transpose3d"])
+def test_three_d_modules_match_torch(make):
+    torch.manual_seed(0)
+    tm, gm = make(torch.nn), make(gc.nn)
+    gm.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((2, 2, 4, 5, 4)).astype(np.float32)
+    np.testing.assert_allclose(gm(gc.tensor(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    model = gc.nn.Sequential(gm, gc.nn.MaxPool3d(2, ceil_mode=True), gc.nn.AdaptiveAvgPool3d(1), gc.nn.Flatten())
+    plan = gc.compile(model, example_inputs=(x,))
+    np.testing.assert_allclose(np.asarray(plan(x[:1])), model(gc.tensor(x[:1])).numpy(), rtol=1e-5, atol=1e-6)

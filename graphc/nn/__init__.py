@@ -25,6 +25,8 @@ from . import functional_attention  # noqa: F401,E402  (declares F.multi_head_at
 from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
 from .conv import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .modules_3d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AlphaDropout, AvgPool3d, Conv3d,  # noqa: E402
+                         ConvTranspose3d, Dropout3d, FeatureAlphaDropout, MaxPool3d, MaxUnpool3d)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
@@ -50,4 +52,7 @@ __all__ = [
     # pooling
     "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "LPPool1d", "LPPool2d", "MaxPool1d",
     "MaxUnpool1d", "MaxUnpool2d",
+    # 3-D layers and alpha dropouts (graphc/nn/modules_3d.py)
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool3d", "Conv3d", "ConvTranspose3d", "Dropout3d",
+    "FeatureAlphaDropout", "MaxPool3d", "MaxUnpool3d",
 ]
