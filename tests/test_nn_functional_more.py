@@ -224,8 +224,8 @@ def test_refusals():
         F.glu(gc.ones(3))
     with pytest.raises(gc.GraphcError, match="per_sample_weights"):
         F.embedding_bag(gc.tensor([[0, 1]]), gc.ones(3, 2), mode="max", per_sample_weights=gc.ones(1, 2))
-    with pytest.raises(gc.GraphcError, match="antialias"):
-        gc.ops.aten._upsample_bilinear2d_aa(gc.ones(1, 1, 4, 4), (2, 2), False)
+    with pytest.raises(gc.GraphcError, match="Anti-alias"):
+        F.interpolate(gc.ones(1, 1, 4, 4), (2, 2), mode="nearest", antialias=True)
     with pytest.raises(gc.ShapeError, match="broadcastable mask"):
         gc.masked.sum(gc.ones(3), mask=gc.ones(2, 3) > 0)
     with pytest.raises(gc.GraphcError, match="static_k"):
@@ -296,3 +296,12 @@ def test_three_d_modules_match_torch(make):
     model = gc.nn.Sequential(gm, gc.nn.MaxPool3d(2, ceil_mode=True), gc.nn.AdaptiveAvgPool3d(1), gc.nn.Flatten())
     plan = gc.compile(model, example_inputs=(x,))
     np.testing.assert_allclose(np.asarray(plan(x[:1])), model(gc.tensor(x[:1])).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kwargs", [{"size": (4, 5)}, {"scale_factor": (0.45, 2.3)}, {"size": (3, 20), "align_corners": True}],
+                         ids=["down", "scale", "corners"])
+def test_antialias_matches_torch(mode, kwargs):
+    case = ("", lambda x: F.interpolate(x, mode=mode, antialias=True, **kwargs),
+            lambda x: TF.interpolate(x, mode=mode, antialias=True, **kwargs), [_randn(2, 3, 9, 13)], {})
+    test_matches_torch_float64(case)

@@ -91,10 +91,19 @@ def native_dropout_backward(grad_output, mask, scale):
 
 @_overload
 def _upsample_bilinear2d_aa(input, output_size, align_corners, scale_factors=None):
-    """Antialiased bilinear resize: graphc's ``interpolate`` has no antialias (GraphcError)."""
+    """Antialiased bilinear resize to ``output_size`` (or by ``scale_factors``), as
+    ``F.interpolate(mode='bilinear', antialias=True)``.
+
+    >>> import graphc as gc
+    >>> gc.ops.aten._upsample_bilinear2d_aa(gc.ones(1, 1, 4, 4), (2, 2), False).numpy().tolist()
+    [[[[1.0, 1.0], [1.0, 1.0]]]]
+    """
     from ..nn.functional import interpolate
-    return interpolate(input, size=output_size, scale_factor=scale_factors, mode="bilinear",
-                       align_corners=align_corners, antialias=True)
+    if output_size is not None:
+        return interpolate(input, size=tuple(output_size), mode="bilinear", align_corners=align_corners,
+                           antialias=True)
+    return interpolate(input, scale_factor=tuple(scale_factors), mode="bilinear", align_corners=align_corners,
+                       antialias=True)
 
 
 # ---- native normalizations -------------------------------------------------------------------
