@@ -305,3 +305,47 @@ def test_antialias_matches_torch(mode, kwargs):
     case = ("", lambda x: F.interpolate(x, mode=mode, antialias=True, **kwargs),
             lambda x: TF.interpolate(x, mode=mode, antialias=True, **kwargs), [_randn(2, 3, 9, 13)], {})
     test_matches_torch_float64(case)
+
+
+LOSS_MODULES = [
+    ("CosineEmbeddingLoss", {"margin": 0.3}, lambda a, p, n, y: (a, p, y)),
+    ("MarginRankingLoss", {}, lambda a, p, n, y: (a[:, 0], p[:, 0], y)),
+    ("TripletMarginLoss", {"swap": True}, lambda a, p, n, y: (a, p, n)),
+    ("TripletMarginWithDistanceLoss", {"margin": 2.0}, lambda a, p, n, y: (a, p, n)),
+    ("SoftMarginLoss", {}, lambda a, p, n, y: (a, np.sign(p))),
+    ("MultiLabelSoftMarginLoss", {}, lambda a, p, n, y: (a, (p > 0).astype(np.float32))),
+    ("MultiMarginLoss", {"p": 2}, lambda a, p, n, y: (a, np.array([0, 2, 1, 2]))),
+    ("MultiLabelMarginLoss", {}, lambda a, p, n, y: (a, np.array([[0, 2, -1], [1, -1, 0], [2, 1, 0], [-1, 0, 0]]))),
+    ("PoissonNLLLoss", {"full": True}, lambda a, p, n, y: (a, np.abs(p) * 3)),
+    ("HingeEmbeddingLoss", {"reduction": "none"}, lambda a, p, n, y: (a[:, 0], y)),
+    ("GaussianNLLLoss", {}, lambda a, p, n, y: (a, p, np.abs(n) + 0.1)),
+]
+
+
+@pytest.mark.parametrize("case", LOSS_MODULES, ids=[c[0] for c in LOSS_MODULES])
+def test_loss_modules_match_torch(case):
+    name, kwargs, pick = case
+    r = np.random.default_rng(4)
+    a, p, n = (r.standard_normal((4, 3)).astype(np.float32) for _ in range(3))
+    args = pick(a, p, n, np.sign(r.standard_normal(4)).astype(np.float32))
+    got = getattr(gc.nn, name)(**kwargs)(*[gc.tensor(x) for x in args]).numpy()
+    want = getattr(torch.nn, name)(**kwargs)(*[torch.tensor(x) for x in args]).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_functional_modules_match_torch():
+    torch.manual_seed(0)
+    x = np.random.default_rng(6).standard_normal((4, 6, 3)).astype(np.float32)
+    pairs = [(gc.nn.Hardshrink(0.3), torch.nn.Hardshrink(0.3)), (gc.nn.Softshrink(0.3), torch.nn.Softshrink(0.3)),
+             (gc.nn.GLU(1), torch.nn.GLU(1)), (gc.nn.RReLU().eval(), torch.nn.RReLU().eval()),
+             (gc.nn.ChannelShuffle(3), torch.nn.ChannelShuffle(3)), (gc.nn.RMSNorm((6, 3)), torch.nn.RMSNorm((6, 3)))]
+    for g, t in pairs:
+        np.testing.assert_allclose(g(gc.tensor(x)).numpy(), t(torch.tensor(x)).detach().numpy(), rtol=1e-6, atol=1e-6)
+    two = [(gc.nn.CosineSimilarity(2), torch.nn.CosineSimilarity(2)), (gc.nn.PairwiseDistance(3), torch.nn.PairwiseDistance(3))]
+    for g, t in two:
+        np.testing.assert_allclose(g(gc.tensor(x), gc.tensor(x[::-1].copy())).numpy(),
+                                   t(torch.tensor(x), torch.tensor(x[::-1].copy())).numpy(), rtol=1e-6, atol=1e-6)
+    tb, gb = torch.nn.Bilinear(3, 3, 2), gc.nn.Bilinear(3, 3, 2)
+    gb.load_state_dict({k: v.detach().numpy() for k, v in tb.state_dict().items()})
+    np.testing.assert_allclose(gb(gc.tensor(x), gc.tensor(x)).numpy(),
+                               tb(torch.tensor(x), torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)

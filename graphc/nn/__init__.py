@@ -27,6 +27,11 @@ from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
 from .conv import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .modules_3d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AlphaDropout, AvgPool3d, Conv3d,  # noqa: E402
                          ConvTranspose3d, Dropout3d, FeatureAlphaDropout, MaxPool3d, MaxUnpool3d)
+from .loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: E402
+                        MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+                        SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .activation_more import (GLU, Bilinear, ChannelShuffle, CosineSimilarity, Hardshrink,  # noqa: E402
+                              PairwiseDistance, RMSNorm, RReLU, Softshrink)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
@@ -55,4 +60,9 @@ __all__ = [
     # 3-D layers and alpha dropouts (graphc/nn/modules_3d.py)
     "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool3d", "Conv3d", "ConvTranspose3d", "Dropout3d",
     "FeatureAlphaDropout", "MaxPool3d", "MaxUnpool3d",
+    # more losses and functional modules (graphc/nn/loss_more.py, activation_more.py)
+    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "GLU", "Bilinear", "ChannelShuffle", "CosineSimilarity", "Hardshrink",
+    "PairwiseDistance", "RMSNorm", "RReLU", "Softshrink",
 ]
