@@ -26,7 +26,6 @@ from .ir.types import DType
 __all__ = ["sum", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "mean", "median", "logsumexp",
            "logaddexp", "norm", "var", "std", "softmax", "log_softmax", "softmin", "normalize"]
 
-_builtin_sum = sum
 _SMALL_INTS = ("bool", "uint8")
 
 

@@ -7,7 +7,6 @@ cropped by the padding. Gradients come from the 2-D ops' rules; plans keep the b
 """
 from __future__ import annotations
 
-from ..core.dispatch import apply
 from ..ir.errors import GraphcError, ShapeError
 from .functions_conv import conv_transpose2d, ntuple
 from .functions_nn import conv2d
