@@ -20,7 +20,13 @@ from .module import Module, Parameter
 
 
 class Hardshrink(Module):
-    """``x`` where ``|x| > lambd``, else 0."""
+    """``x`` where ``|x| > lambd``, else 0.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.Hardshrink(0.5)(gc.tensor([0.2, -1.0])).numpy().tolist()
+    [0.0, -1.0]
+    """
 
     def __init__(self, lambd=0.5):
         super().__init__()
@@ -48,7 +54,13 @@ class Softshrink(Module):
 
 
 class GLU(Module):
-    """Gated linear unit over ``dim`` (default -1)."""
+    """Gated linear unit over ``dim`` (default -1).
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.GLU()(gc.tensor([1.0, 0.0])).item()
+    0.5
+    """
 
     def __init__(self, dim=-1):
         super().__init__()
@@ -76,7 +88,13 @@ class RReLU(Module):
 
 
 class ChannelShuffle(Module):
-    """Interleave the channels (dim 1) of ``groups`` groups."""
+    """Interleave the channels (dim 1) of ``groups`` groups.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.ChannelShuffle(2)(gc.arange(4.0).reshape(1, 4, 1)).flatten().numpy().tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
 
     def __init__(self, groups):
         super().__init__()
@@ -131,7 +149,13 @@ class Bilinear(Module):
 
 
 class CosineSimilarity(Module):
-    """``F.cosine_similarity`` along ``dim``."""
+    """``F.cosine_similarity`` along ``dim``.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.CosineSimilarity()(gc.tensor([[2.0, 0.0]]), gc.tensor([[0.0, 3.0]])).numpy().tolist()
+    [0.0]
+    """
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()
@@ -142,7 +166,13 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
-    """``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim."""
+    """``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> nn.PairwiseDistance(eps=0.0)(gc.tensor([[0.0, 0.0]]), gc.tensor([[3.0, 4.0]])).numpy().tolist()
+    [5.0]
+    """
 
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()

@@ -147,7 +147,13 @@ class PoissonNLLLoss(_Loss):
 
 
 class SoftMarginLoss(_Loss):
-    """``F.soft_margin_loss``: ``log(1 + exp(-target * input))``."""
+    """``F.soft_margin_loss``: ``log(1 + exp(-target * input))``.
+
+    >>> import graphc as gc
+    >>> from graphc import nn
+    >>> round(nn.SoftMarginLoss()(gc.tensor([0.0]), gc.tensor([1.0])).item(), 4)
+    0.6931
+    """
 
     def forward(self, input, target):
         return L.soft_margin_loss(input, target, reduction=self.reduction)
