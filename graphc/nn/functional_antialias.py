@@ -28,7 +28,12 @@ _FILTERS = {"bilinear": (_triangle, 2), "bicubic": (_cubic, 4)}
 
 
 def antialias_matrix(mode, size_in, size_out, align_corners, scale_factor):
-    """The (size_out, size_in) antialiasing matrix of one dim (``scale_factor``: the user's, or None)."""
+    """The (size_out, size_in) antialiasing matrix of one dim (``scale_factor``: the user's, or None).
+
+    >>> from graphc.nn.functional_antialias import antialias_matrix
+    >>> (antialias_matrix("bilinear", 4, 2, False, None) * 7).round(6).tolist()  # a triangle 2 pixels wide
+    [[3.0, 3.0, 1.0, 0.0], [0.0, 1.0, 3.0, 3.0]]
+    """
     if mode not in _FILTERS:
         raise GraphcError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
                           f"as input (got mode {mode!r})")
