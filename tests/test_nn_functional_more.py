@@ -349,3 +349,23 @@ def test_functional_modules_match_torch():
     gb.load_state_dict({k: v.detach().numpy() for k, v in tb.state_dict().items()})
     np.testing.assert_allclose(gb(gc.tensor(x), gc.tensor(x)).numpy(),
                                tb(torch.tensor(x), torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n, shape, kernel, out", [(2, (2, 3, 7, 9), (2, 3), (4, 5)), (3, (2, 2, 5, 6, 7), (2, 2, 3), (3, 4, 3)),
+                                                    (2, (3, 8, 8), 2, (4, 4))], ids=["2d", "3d", "2d_unbatched"])
+def test_fractional_max_pool_matches_torch(n, shape, kernel, out):
+    r = np.random.default_rng(9)
+    samples = _const(r.random((shape[0] if len(shape) == n + 2 else 1, shape[-n - 1], n)))
+    name = f"fractional_max_pool{n}d"
+    case = ("", lambda x, u: getattr(F, name)(x, kernel, output_size=out, return_indices=True, _random_samples=u),
+            lambda x, u: getattr(TF, name)(x, kernel, output_size=out, return_indices=True, _random_samples=u),
+            [r.standard_normal(shape), samples], {})
+    test_matches_torch_float64(case)
+
+
+def test_fractional_max_pool_draws_windows_in_a_plan():
+    x = np.random.default_rng(2).standard_normal((3, 2, 9, 9)).astype(np.float32)
+    plan = gc.compile(lambda t: F.fractional_max_pool2d(t, 2, output_ratio=0.5), example_inputs=(x,))
+    out = np.asarray(plan(x[:2]))
+    assert out.shape == (2, 2, 4, 4)
+    assert np.isin(out, x[:2]).all()  # every output is one of the input values

@@ -219,6 +219,7 @@ from ..ops import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer
 from ..ops.surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
 from . import functional_pool as _functional_pool  # noqa: E402,F401  (max_pool1d/2d, avg_pool1d/2d, lp_pool, ...)
 from . import functional_pool3d as _functional_pool3d  # noqa: E402,F401  (avg/max/adaptive/unpool 3-D)
+from . import functional_fractional as _functional_fractional  # noqa: E402,F401  (fractional_max_pool2d/3d)
 
 globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})
 
