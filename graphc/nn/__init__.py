@@ -22,6 +22,7 @@ from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sync_batchnorm import SyncBatchNorm
 from .attention import MultiheadAttention
 from . import functional_attention  # noqa: F401,E402  (declares F.multi_head_attention_forward)
+from . import loss_ctc  # noqa: F401,E402  (declares F.ctc_loss)
 from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
 from .conv import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
