@@ -31,6 +31,7 @@ from .core.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_gra
 from .ops import functions as _functions, surface as _surface  # noqa: E402
 from .ops import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.layer_norm, Tensor.erf, ...)
 from .ops import functions_conv as _functions_conv  # noqa: E402,F401  (F.conv_transpose2d, F.fold, ...)
+from .ops import functions_conv3d as _functions_conv3d  # noqa: E402,F401  (F.conv3d, F.conv_transpose3d)
 from .ops import functions_math as _functions_math  # noqa: E402,F401  (gc.tan, gc.atan2, Tensor.fmod_, ...)
 from .ops import functions_special as _functions_special  # noqa: E402,F401  (gc.lgamma, Tensor.erfinv, ...)
 from .core import inplace as _inplace  # noqa: E402,F401
@@ -61,6 +62,7 @@ from .ops import reductions_scan as _reductions_scan  # noqa: E402,F401  (cummax
 from .ops import reductions_stats as _reductions_stats  # noqa: E402,F401  (cov, corrcoef)
 from .ops import complex_ops as _complex_ops  # noqa: E402  (gc.real, gc.conj, gc.angle, gc.complex, ...)
 from .ops import spectral as _spectral  # noqa: E402,F401  (gc.stft, Tensor.stft)
+from .ops import aten as _aten  # noqa: E402,F401  (gc.ops.aten.x: torch.ops.aten.x; gc.native_layer_norm, ...)
 
 _surface.install(Tensor)  # Tensor.relu, .clamp, .eq, ...: each declared once in graphc/ops/functions.py
 from .core.out_arg import with_out as _with_out  # noqa: E402
@@ -102,5 +104,6 @@ __all__ = sorted({
 
 # PyTorch-compatibility shims (issue #34): torch.cuda, torch.backends, torch.onnx.export, legacy tensor types
 from . import backends, cuda, onnx  # noqa: E402,F401
+from . import masked  # noqa: E402,F401  (torch.masked: sum, amax, softmax, ... with mask=)
 from .tensor_types import (BoolTensor, DoubleTensor, FloatTensor, LongTensor, get_default_dtype,  # noqa: E402,F401
                            set_default_dtype)

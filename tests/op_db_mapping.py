@@ -118,8 +118,8 @@ def resolve(op):
     name = getattr(fn, "__name__", "")
     if op.name.startswith("_") and name and getattr(torch, name, None) is fn:
         return _lookup(gc, name, "")  # a private entry of a public function: torch._segment_reduce
-    if torch_obj is fn:
-        return _lookup(gc, op.name, "")
+    if torch_obj is fn:  # (torch.torch is torch: an entry named torch.ops.aten.x.default is graphc.ops.aten.x.default)
+        return _lookup(gc, op.name.removeprefix("torch."), "")
     if name.startswith("__") and getattr(torch.Tensor, name, None) is not None:
         meth = _lookup(gc.Tensor, name, "Tensor.")
         return lambda x, *a, **k: meth(x, *a, **k)

@@ -271,10 +271,13 @@ def test_bad_inputs_raise_shape_error(op, inputs, attrs):
     pytest.param("slice", [_z(4, 3)], {"slices": [(1, 3, 1), (None, None, 1)]}, id="slice-batch-with-bounds"),
     pytest.param("reshape", [_z(4, 3)], {"shape": (6, 2)}, id="reshape-batch-to-static"),
 ])
-def test_symbolic_batch_refusals_raise_shape_error(op, inputs, attrs):
-    """Shape rules refuse results whose size would depend on the batch size, at trace time."""
+def test_symbolic_batch_refusals_specialize_the_batch(op, inputs, attrs):
+    """Shape rules refuse results whose size would depend on the batch size; the trace then
+    specializes the batch at the example's size (graphc/tracing.py), and says why."""
+    graph, _ = trace_model(lambda *xs: apply(op, list(xs), attrs), inputs)
+    assert graph.meta["fixed_batch"]["size"] == inputs[0].shape[0]
     with pytest.raises(gc.ShapeError):
-        trace_model(lambda *xs: apply(op, list(xs), attrs), inputs)
+        trace_model(lambda *xs: apply(op, list(xs), attrs), inputs, dynamic_dims={0: {0: "N"}})
 
 
 # ---- inputs outside the table: the shape rule refuses them or the kernel honours it -------------

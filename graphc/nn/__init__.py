@@ -21,9 +21,18 @@ from .activation_vision import (CELU, SELU, Hardsigmoid, LogSigmoid, Mish, PReLU
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sync_batchnorm import SyncBatchNorm
 from .attention import MultiheadAttention
+from . import functional_attention  # noqa: F401,E402  (declares F.multi_head_attention_forward)
+from . import loss_ctc  # noqa: F401,E402  (declares F.ctc_loss)
 from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import TransformerDecoder, TransformerDecoderLayer
 from .conv import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .modules_3d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AlphaDropout, AvgPool3d, Conv3d,  # noqa: E402
+                         ConvTranspose3d, Dropout3d, FeatureAlphaDropout, MaxPool3d, MaxUnpool3d)
+from .loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: E402
+                        MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+                        SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .activation_more import (GLU, Bilinear, ChannelShuffle, CosineSimilarity, Hardshrink,  # noqa: E402
+                              PairwiseDistance, RMSNorm, RReLU, Softshrink)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
@@ -49,4 +58,12 @@ __all__ = [
     # pooling
     "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "LPPool1d", "LPPool2d", "MaxPool1d",
     "MaxUnpool1d", "MaxUnpool2d",
+    # 3-D layers and alpha dropouts (graphc/nn/modules_3d.py)
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool3d", "Conv3d", "ConvTranspose3d", "Dropout3d",
+    "FeatureAlphaDropout", "MaxPool3d", "MaxUnpool3d",
+    # more losses and functional modules (graphc/nn/loss_more.py, activation_more.py)
+    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "GLU", "Bilinear", "ChannelShuffle", "CosineSimilarity", "Hardshrink",
+    "PairwiseDistance", "RMSNorm", "RReLU", "Softshrink",
 ]

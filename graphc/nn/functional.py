@@ -26,6 +26,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def adaptive_avg_pool2d(input, output_size):
+    if input.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
+        return adaptive_avg_pool2d(input.unsqueeze(0), output_size).squeeze(0)
     size = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
     size = tuple(int(input.shape[2 + i]) if s is None else s for i, s in enumerate(size))
     return apply("adaptive_avg_pool2d", [input], {"output_size": size})
@@ -201,6 +203,14 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 from .losses_functional import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402,F401
                                 cross_entropy, huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .losses_more import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
+                          linear_cross_entropy, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+                          multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+                          triplet_margin_with_distance_loss)
+from .functional_more import (alpha_dropout, bilinear, channel_shuffle, cosine_similarity,  # noqa: E402,F401
+                              dropout3d, feature_alpha_dropout, glu, hardshrink, pairwise_distance, pdist, rms_norm,
+                              rrelu, softshrink, upsample_bilinear, upsample_nearest)
+from .functional_embedding import embedding_bag  # noqa: E402,F401
 
 # relu, sigmoid, tanh, flatten, clamp, ...: declared once in graphc/ops/functions.py for Tensor.x, gc.x and F.x;
 # gelu, silu, layer_norm, embedding, conv1d, conv2d, softmax, ... in graphc/ops/functions_nn.py
@@ -208,6 +218,8 @@ from ..ops import functions as _functions  # noqa: E402,F401  (declares them)
 from ..ops import functions_nn as _functions_nn  # noqa: E402,F401  (gelu, layer_norm, embedding, conv1d, ...)
 from ..ops.surface import FUNCTIONAL as _FUNCTIONAL  # noqa: E402
 from . import functional_pool as _functional_pool  # noqa: E402,F401  (max_pool1d/2d, avg_pool1d/2d, lp_pool, ...)
+from . import functional_pool3d as _functional_pool3d  # noqa: E402,F401  (avg/max/adaptive/unpool 3-D)
+from . import functional_fractional as _functional_fractional  # noqa: E402,F401  (fractional_max_pool2d/3d)
 
 globals().update({name: fn for name, fn in _FUNCTIONAL.items() if name not in globals()})
 

@@ -321,8 +321,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     elif align_corners is not None:
         raise GraphcError("align_corners option can only be set with the interpolating modes: "
                           "linear | bilinear | bicubic | trilinear")
-    if antialias:
-        raise GraphcError("F.interpolate(antialias=True) is not supported")
     if input.ndim not in (3, 4, 5):
         raise GraphcError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
                           f"modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
@@ -331,6 +329,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise GraphcError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_RANK[mode]}D input")
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
     out = input
+    if antialias:  # PyTorch's antialiasing filters (graphc/nn/functional_antialias.py)
+        from .functional_antialias import antialias_matrix
+        if input.ndim != 4:
+            raise GraphcError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+                              f"tensor as input (got a {input.ndim}-D tensor)")
+        for k, (size_in, size_out, scale) in enumerate(zip(input.dims[2:], sizes, scales)):
+            out = _along(out, 2 + k, antialias_matrix(mode, size_in, size_out, align_corners, scale))
+        return out
     for k, (size_in, size_out, scale) in enumerate(zip(input.dims[2:], sizes, scales)):
         if size_in == size_out and (mode in ("nearest", "nearest-exact", "area") or scale in (None, 1.0)):
             continue

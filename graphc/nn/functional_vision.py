@@ -149,8 +149,10 @@ def prelu(input, weight):
     >>> F.prelu(gc.tensor([[-2.0, 2.0]]), gc.tensor([0.25])).numpy().tolist()
     [[-0.5, 2.0]]
     """
+    if weight.ndim == 0:  # one slope as a scalar tensor (PyTorch accepts it)
+        return where(input > 0, input, weight * input)
     if weight.ndim != 1:
-        raise ShapeError(f"prelu: weight must be 1-D, got shape {tuple(weight.shape)}")
+        raise ShapeError(f"prelu: weight must be 0-D or 1-D, got shape {tuple(weight.shape)}")
     n = weight.shape[0]
     if n != 1:
         if input.ndim < 2 or input.shape[1] != n:

@@ -277,6 +277,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> F.conv2d(gc.ones(1, 2, 5, 5), gc.ones(3, 2, 3, 3), padding="same").shape
     (1, 3, 5, 5)
     """
+    if input.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     kernel = tuple(weight.shape[2:])
     uneven = ()
     if isinstance(padding, str):
