@@ -82,7 +82,7 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
         graph, tracer = trace_both_ways(
             lambda decisions, also: _trace_once(fn, arrays, numbers, name, root, names, (batch, sizes, shape_of),
                                                 decisions, also, input_tree), root)
-    except (ShapeError, TraceError) as refused:
+    except GraphcError as refused:  # ShapeError, TraceError, or an op's own refusal of a symbolic dim
         if batch is None or not implicit_batch or not _names_the_batch(refused):
             raise  # not about N, or N is a symbol the caller declared: the refusal stands
         return _trace_at_fixed_batch(refused, fn, given, name, root, dynamic_dims, batch)
@@ -106,7 +106,7 @@ def _names_the_batch(error) -> bool:
     return bool(_BATCH_WORDS.search(text))
 
 
-_BATCH_WORDS = re.compile(r"\[N[,\]*]|[,*]N[,\]*]|\(N\)|batch (dim|size)|symbolic dim")
+_BATCH_WORDS = re.compile(r"\[N[,\]*]|[,*]N[,\]*]|\(N\)|'N'|batch (dim|size)|symbolic dim")
 
 
 def _trace_at_fixed_batch(refused, fn, given, name, root, dynamic_dims, batch):
@@ -117,7 +117,7 @@ def _trace_at_fixed_batch(refused, fn, given, name, root, dynamic_dims, batch):
     fixed trace fails too, the first refusal is the one to show."""
     try:
         graph, tracer = trace_model(fn, given[1], name, False, root, given[0], dynamic_dims)
-    except (ShapeError, TraceError):
+    except GraphcError:
         raise refused from None  # the batch was not the only problem: the first refusal says where
     reason = (refused.message if isinstance(refused, GraphcError) else str(refused)).splitlines()[0]
     reason = reason.split(";")[0].split(": the ")[0][:160]  # what needed the size, not the old advice

@@ -120,6 +120,9 @@ def resolve(op):
         return _lookup(gc, name, "")  # a private entry of a public function: torch._segment_reduce
     if torch_obj is fn:  # (torch.torch is torch: an entry named torch.ops.aten.x.default is graphc.ops.aten.x.default)
         return _lookup(gc, op.name.removeprefix("torch."), "")
+    if name and getattr(torch.Tensor, name, None) is fn:  # a Tensor method itself (torch.Tensor.cfloat)
+        meth = _lookup(gc.Tensor, name, "Tensor.")
+        return lambda x, *a, **k: meth(x, *a, **k)
     if name.startswith("__") and getattr(torch.Tensor, name, None) is not None:
         meth = _lookup(gc.Tensor, name, "Tensor.")
         return lambda x, *a, **k: meth(x, *a, **k)

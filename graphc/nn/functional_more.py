@@ -35,7 +35,9 @@ def glu(input, dim=-1):
     if input.ndim == 0:
         raise ShapeError("glu does not support scalars because halving size must be even")
     size = input.dims[dim]
-    if not isinstance(size, int) or size % 2:
+    if not isinstance(size, int):
+        raise ShapeError(f"glu: halving the symbolic dim {size} needs its size")
+    if size % 2:
         raise ShapeError(f"glu: halving dimension must be even, but dimension {dim} is size {size}")
     a, b = input.split(size // 2, dim)
     return a * b.sigmoid()

@@ -84,6 +84,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 @torchsymbol(**_F_ONLY)
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    """``F.max_pool2d`` giving ``(values, indices)``, as PyTorch's ``F.max_pool2d_with_indices``.
+
+    >>> import graphc as gc
+    >>> import graphc.nn.functional as F
+    >>> F.max_pool2d_with_indices(gc.arange(4.0).reshape(1, 1, 2, 2), 2)[1].numpy().tolist()
+    [[[[3]]]]
+    """
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+@torchsymbol(**_F_ONLY)
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max over windows of (N, C, L) or (C, L); indices (``return_indices``) are positions along L.
 

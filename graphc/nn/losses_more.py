@@ -26,6 +26,8 @@ def _reduction(size_average, reduce, reduction):
 
 def _one_hot(index, classes, like):
     """``one_hot(index)`` in ``like``'s float dtype (negative indices give a zero row)."""
+    if not isinstance(classes, int):
+        raise ShapeError(f"one-hot over the symbolic dim {classes}: the number of classes must be static")
     safe = _where(index < 0, 0, index)
     hot = apply("one_hot", [safe], {"num_classes": int(classes), "dtype": like.dtype.name})
     return hot * (index >= 0).unsqueeze(-1).cast(like.dtype.name)

@@ -232,3 +232,25 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
         raise GraphcError(f"grid_sampler_2d: interpolation_mode must be 0, 1 or 2 and padding_mode 0, 1 or 2, got "
                           f"{interpolation_mode} and {padding_mode}")
     return grid_sample(input, grid, modes[interpolation_mode], paddings[padding_mode], bool(align_corners))
+
+
+@_overload
+def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode,
+                                     indices):
+    """The gradient of ``max_pool2d`` given its indices: each window's gradient added at the
+    flat ``h * W + w`` position its maximum came from (a sum-scatter: overlapping windows add).
+
+    >>> import graphc as gc
+    >>> x = gc.arange(4.0).reshape(1, 1, 2, 2)
+    >>> g = gc.ops.aten.max_pool2d_with_indices_backward(gc.ones(1, 1, 1, 1), x, [2, 2], [2, 2], [0, 0], [1, 1],
+    ...                                                  False, gc.tensor([[[[3]]]]))
+    >>> g.numpy().ravel().tolist()
+    [0.0, 0.0, 0.0, 1.0]
+    """
+    lead = list(input.shape[:-2])
+    from .creation import zeros_like
+
+    flat = zeros_like(input.reshape(*lead, -1), dtype=grad_output.dtype)  # (input's values may be inf)
+    out = apply("scatter", [flat, indices.reshape(*lead, -1), grad_output.reshape(*lead, -1)],
+                {"dim": -1, "reduce": "sum"})
+    return out.reshape(*input.shape)

@@ -14,7 +14,7 @@ def _frames(signal, n_fft: int, hop: int):
 
     length = signal.dims[-1]
     if not isinstance(length, int):
-        raise TraceError(f"stft of a signal of symbolic length {length}: the number of frames would depend on the "
+        raise TraceError(f"stft of a signal along the symbolic dim {length}: the number of frames would depend on the "
                          "size at run time; compile with a fixed signal length (dynamic_batch=False) or run eagerly")
     if length < n_fft:
         raise ShapeError(f"stft: the signal ({length} samples after padding) is shorter than n_fft={n_fft}")
