@@ -248,9 +248,10 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
     [0.0, 0.0, 0.0, 1.0]
     """
     lead = list(input.shape[:-2])
-    from .creation import zeros_like
-
-    flat = zeros_like(input.reshape(*lead, -1), dtype=grad_output.dtype)  # (input's values may be inf)
+    rows = input.reshape(*lead, -1)
+    # zeros that stay connected to input with a zero gradient, as PyTorch's derivative for self
+    # (x < -inf is False everywhere, NaN too, where x * 0 would give NaN at an inf)
+    flat = apply("where", [apply("lt", [rows, -np.inf]), rows, 0.0]).cast(grad_output.dtype.name)
     out = apply("scatter", [flat, indices.reshape(*lead, -1), grad_output.reshape(*lead, -1)],
                 {"dim": -1, "reduce": "sum"})
     return out.reshape(*input.shape)
