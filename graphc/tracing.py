@@ -120,7 +120,10 @@ def _trace_at_fixed_batch(refused, fn, given, name, root, dynamic_dims, batch):
     except GraphcError:
         raise refused from None  # the batch was not the only problem: the first refusal says where
     reason = (refused.message if isinstance(refused, GraphcError) else str(refused)).splitlines()[0]
-    reason = reason.split(";")[0].split(": the ")[0][:160]  # what needed the size, not the old advice
+    reason = reason.split(";")[0]  # what needed the size, not the old advice
+    if len(reason.split(": the ")[0]) > 12:  # "flip along the batch dim (N) ...: the pieces' sizes ..."
+        reason = reason.split(": the ")[0]
+    reason = reason[:160]
     where = getattr(refused, "where", None)
     graph.meta["fixed_batch"] = {"size": int(batch), "where": f"{reason} {where}" if where else reason}
     return graph, tracer

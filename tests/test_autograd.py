@@ -41,7 +41,8 @@ if HAVE_TORCH:
 # still accumulate a value's cotangents in another order or write them into planned buffers,
 # which changes nothing but the last bits: a few ulps (float32 eps is 1.2e-7), relative to
 # the gradient's largest magnitude for elements far below it.
-SAME_RULES_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
+SAME_RULES_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13,
+                   np.dtype(np.complex64): 1e-6, np.dtype(np.complex128): 1e-13}  # complex: their float parts
 
 # Against PyTorch (another BLAS/oneDNN summation order), one forward and backward in float32:
 # products summed over a batch and spatial positions differ by ~1e-7 of the tensor's scale.
@@ -78,7 +79,7 @@ CASES = [(op, i, s) for op, info in sorted(OP_INFO.items()) if REGISTRY[op].vjp 
 def _chosen_outputs(op, attrs, types) -> list:
     """Indices of the outputs the loss reads: float ones the op differentiates (BN's statistics never)."""
     wanted = REGISTRY[op].outputs_with_gradients(attrs)
-    return [i for i, dt in enumerate(types) if dt.is_float and (wanted is None or i in wanted)]
+    return [i for i, dt in enumerate(types) if (dt.is_float or dt.is_complex) and (wanted is None or i in wanted)]
 
 
 def _compiled_gradients(op, sample, cotangents: dict, rng_state) -> dict:
@@ -88,7 +89,7 @@ def _compiled_gradients(op, sample, cotangents: dict, rng_state) -> dict:
     b = Builder(g)
     values, params = [], {}
     for i, a in enumerate(sample.inputs):
-        if a.dtype.kind == "f":
+        if a.dtype.kind in "fc":  # complex inputs are differentiated too (PyTorch's conjugate convention)
             values.append(g.add_state(Value(f"p{i}", TensorType(a.shape, DType.from_any(a.dtype))), "param"))
             params[f"p{i}"] = np.array(a)
         else:
@@ -96,7 +97,8 @@ def _compiled_gradients(op, sample, cotangents: dict, rng_state) -> dict:
     outputs = b.emit(op, values, dict(sample.attrs))
     loss = None
     for i, w in cotangents.items():
-        term = b.emit1("sum", [b.emit1("mul", [outputs[i], b.constant(w, outputs[i].type.dtype)])])
+        term = b.emit1("mul", [outputs[i], b.constant(w, outputs[i].type.dtype)])
+        term = b.emit1("sum", [b.emit1("real", [term]) if outputs[i].type.dtype.is_complex else term])  # a real loss
         loss = term if loss is None else b.emit1("add", [loss, term])
     g.outputs = [loss]
     names = list(params)
@@ -109,26 +111,34 @@ def _compiled_gradients(op, sample, cotangents: dict, rng_state) -> dict:
     return {int(n[1:]): np.asarray(a) for n, a in zip(reached, plan.run([]))}
 
 
+def _cotangent(rng, out):
+    w = rng.standard_normal(out.shape)
+    if out.dtype.is_complex:
+        w = w + 1j * rng.standard_normal(out.shape)
+    return w.astype(out.numpy().dtype)
+
+
 @pytest.mark.parametrize("op,index,sample", CASES, ids=[f"{op}-{s.desc}" for op, _, s in CASES])
 def test_eager_backward_matches_compiled_vjp(op, index, sample):
     rng = np.random.default_rng(index)
-    leaves = [gc.Tensor(a).requires_grad_() if a.dtype.kind == "f" else gc.Tensor(a) for a in sample.inputs]
+    leaves = [gc.Tensor(a).requires_grad_() if a.dtype.kind in "fc" else gc.Tensor(a) for a in sample.inputs]
     rng_state = generator().bit_generator.state  # dropout's eager mask, replayed by the plan
     out = apply(op, leaves, dict(sample.attrs))
     outs = out if isinstance(out, tuple) else (out,)
     chosen = _chosen_outputs(op, sample.attrs, [o.dtype for o in outs])
     assert chosen, f"{op}: no differentiable output"
-    cotangents = {i: rng.standard_normal(outs[i].shape).astype(outs[i].numpy().dtype) for i in chosen}
+    cotangents = {i: _cotangent(rng, outs[i]) for i in chosen}
     loss = None
     for i, w in cotangents.items():
         assert outs[i].requires_grad and outs[i].grad_fn is not None and not outs[i].is_leaf
-        term = (outs[i] * gc.Tensor(w)).sum()
+        term = outs[i] * gc.Tensor(w)
+        term = (term.real if term.dtype.is_complex else term).sum()  # a real loss of complex outputs
         loss = term if loss is None else loss + term
     loss.backward()
 
     want = _compiled_gradients(op, sample, cotangents, rng_state)
     for i, (leaf, a) in enumerate(zip(leaves, sample.inputs)):
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in "fc":
             assert not leaf.requires_grad and leaf.grad is None, f"input {i} ({a.dtype}) got a gradient"
             continue
         if i not in want:

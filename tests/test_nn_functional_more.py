@@ -218,8 +218,9 @@ def test_random_dropouts_keep_shape_and_identity_in_eval():
 
 
 def test_refusals():
-    with pytest.raises(gc.TraceError, match="pdist"):
-        gc.compile(lambda x: F.pdist(x), example_inputs=(np.zeros((4, 3), np.float32),))
+    plan = gc.compile(lambda x: F.pdist(x), example_inputs=(np.zeros((4, 3), np.float32),))  # N(N-1)/2 rows:
+    with pytest.raises(gc.ShapeError, match="only runs at batch size 4.*pdist"):  # specialized at N
+        plan(np.zeros((5, 3), np.float32))
     with pytest.raises(gc.ShapeError, match="glu"):
         F.glu(gc.ones(3))
     with pytest.raises(gc.GraphcError, match="per_sample_weights"):

@@ -20,8 +20,9 @@ arrays, attrs, initial weights, batches). The reference is keyed by the test's n
 
 Only torch's outputs are stored (compressed npz, no pickles); inputs are regenerated from
 seeds and checked against a *fingerprint* stored with each entry: a hash of the structure
-(shapes, dtypes, attrs, integer and bool data, exactly) plus three float64 moments of every
-floating-point array (sum |x|, sum x, sum x*w with fixed weights). The moments are compared
+(shapes, dtypes, attrs, integer and bool data, and the places of NaN and +-inf, exactly) plus
+three float64 moments of the finite values of every floating-point array (sum |x|, sum x,
+sum x*w with fixed weights). The moments are compared
 to 1e-6 of the array's scale rather than hashed, so a last-bit difference from another numpy
 build (seeded inputs that go through einsum or a reduction) does not read as a changed test.
 """
@@ -64,6 +65,11 @@ def fingerprint(inputs) -> tuple[str, np.ndarray]:
             h.update(f"{a.dtype.str}{a.shape}".encode())
             if a.dtype.kind == "f":
                 x = a.astype(np.float64).ravel()
+                special = ~np.isfinite(x)
+                if special.any():  # NaN and +-inf: where and which exactly, the finite values by moments
+                    h.update(np.flatnonzero(special).tobytes())
+                    h.update(np.where(np.isnan(x[special]), 0, np.sign(x[special])).tobytes())
+                    x = np.where(special, 0.0, x)
                 w = np.arange(x.size) % 13 - 6.0  # integer weights: a permutation changes the moment
                 moments.extend([np.abs(x).sum(), x.sum(), x @ w])
             else:
