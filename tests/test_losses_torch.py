@@ -556,13 +556,16 @@ def test_unsupported_or_invalid_calls_raise_clearly(call, match):
         call()
 
 
-def test_pad_of_the_batch_dim_is_refused_when_compiled():
+def test_pad_of_the_batch_dim_specializes_the_plan():
+    """Padding the batch dim needs its size: the plan runs at the example's batch only."""
     class PadBatch(nn.Module):
         def forward(self, x):
             return F.pad(x, (0, 0, 1, 0))
 
-    with pytest.raises(gc.GraphcError, match="batch dim"):
-        gc.compile(PadBatch(), (np.zeros((3, 2), np.float32),))
+    plan = gc.compile(PadBatch(), (np.ones((3, 2), np.float32),))
+    assert plan(np.ones((3, 2), np.float32)).shape == (4, 2)
+    with pytest.raises(gc.ShapeError, match="only runs at batch size 3.*pad.*batch dim"):
+        plan(np.ones((5, 2), np.float32))
 
 
 def test_mismatched_shapes_broadcast_with_torchs_warning():
