@@ -727,11 +727,43 @@ def select(patterns):
                                        for p in patterns)]
 
 
-if __name__ == "__main__":
-    # python tests/op_db_mapping.py [NAME_PATTERN ...]: the whole database, or the matching entries
-    import sys
+def as_json(results) -> dict:
+    """The results as plain data: what the tests read back from a run in another process."""
+    summary, _ = summarize(results)
+    fields = ("id", "status", "grad_status", "detail", "grad_detail", "missing")
+    return {"summary": summary, "report": report(results),
+            "entries": [{f: getattr(r, f) for f in fields} for r in results]}
+
+
+def main(argv) -> int:
+    """``python tests/op_db_mapping.py [--max-samples N] [--json PATH] [NAME_PATTERN ...]``: the
+    whole database or the matching entries; ``--json`` writes :func:`as_json` there instead of
+    printing the report. The tests run it so, in a process of its own: importing ``op_db`` keeps
+    hundreds of thousands of objects alive, which slows every later garbage collection of the
+    test process (the plan-file tests time their refusals)."""
+    import argparse
+    import json
     import time
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--max-samples", type=int, default=3)
+    parser.add_argument("--json")
+    parser.add_argument("patterns", nargs="*")
+    args = parser.parse_args(argv)
+    global MAX_SAMPLES
+    MAX_SAMPLES = args.max_samples
     t0 = time.time()
-    res = run_all(select(sys.argv[1:]) if len(sys.argv) > 1 else None)
-    print(report(res))
-    print(f"time {time.time() - t0:.1f}s")
+    res = run_all(select(args.patterns) if args.patterns else None)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(as_json(res), f)
+    else:
+        print(report(res))
+        print(f"time {time.time() - t0:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
