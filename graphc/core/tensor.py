@@ -378,8 +378,6 @@ class Tensor:
     def long(self, memory_format=None): return self.cast(DType.int64)
     def byte(self, memory_format=None): return self.cast(DType.uint8)
     def bool(self, memory_format=None): return self.cast(DType.bool)
-    def cfloat(self, memory_format=None): return self.cast(DType.complex64)
-    def cdouble(self, memory_format=None): return self.cast(DType.complex128)
 
     @property
     def T(self):

@@ -123,6 +123,23 @@ def sgn(input):
     return where(zero, 0.0, input / where(zero, 1.0, r).to(input.dtype))
 
 
+@torchsymbol(top=False, functional=False)
+def cfloat(input, memory_format=None):
+    """``Tensor.cfloat()``: a cast to complex64 (real inputs get a zero imaginary part).
+
+    >>> import graphc as gc
+    >>> gc.ones(2).cfloat().dtype
+    <DType.complex64: 'c64'>
+    """
+    return input.cast(DType.complex64)
+
+
+@torchsymbol(top=False, functional=False)
+def cdouble(input, memory_format=None):
+    """``Tensor.cdouble()``: a cast to complex128."""
+    return input.cast(DType.complex128)
+
+
 @torchsymbol(method=False, functional=False)
 def polar(abs, angle):  # noqa: A002 - PyTorch's parameter names
     """The complex number of magnitude ``abs`` and argument ``angle``.
