@@ -26,8 +26,10 @@ from .plan_unpack import Fields
 
 MAX_DIM = 2**40
 
-# The dtypes a plan file holds, by their short names (DType.short, the one name map); 1.2 added u8.
-DTYPES = {d.short: d for d in (DType.float32, DType.float64, DType.int64, DType.bool, DType.uint8)}
+# The dtypes a plan file holds, by their short names (DType.short, the one name map); 1.2 added u8,
+# 1.5 every other real dtype (the integers, float16 and ml_dtypes' low-precision types).
+DTYPES = {d.short: d for d in DType if not d.is_complex}
+FIRST_DTYPES = frozenset(d.short for d in (DType.float32, DType.float64, DType.int64, DType.bool, DType.uint8))
 
 
 # ---- encoding -----------------------------------------------------------------------

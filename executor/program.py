@@ -23,7 +23,7 @@ from ..ir.graph import Graph
 from ..ir.registry import get_op
 from .budget import out_of_memory, refuse, value_bytes
 from .kernels import KernelSpec
-from .kernels.base import allocating_step, as_kernel
+from .kernels.base import allocating_step, as_kernel, keeps_declared_dtypes
 from .memory import Buffer, assign_offsets
 
 
@@ -48,7 +48,7 @@ class Program:
             spec = KernelSpec(node.attrs, tuple(bind(v.type) for v in node.inputs),
                               tuple(bind(v.type) for v in node.outputs), rng)
             try:
-                runs.append(as_kernel(backend.kernels[node.op](spec)))
+                runs.append(keeps_declared_dtypes(as_kernel(backend.kernels[node.op](spec)), spec))
             except GraphcError as e:
                 raise e.located(node.location()) from None
             except Exception as e:

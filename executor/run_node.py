@@ -10,6 +10,7 @@ from ..ir.errors import GraphcError
 from ..ir.registry import get_op, infer_types
 from ..ir.types import BATCH, DType, TensorType, binding_of
 from .kernels import KernelSpec
+from .kernels.base import as_kernel, keeps_declared_dtypes
 
 
 def run_node(op: str, arrays: list, attrs: dict | None = None, backend=None, rng=None,
@@ -35,7 +36,7 @@ def run_node(op: str, arrays: list, attrs: dict | None = None, backend=None, rng
     spec = KernelSpec(attrs or {}, tuple(in_types), tuple(out_types), rng)
     try:
         with np.errstate(all="ignore"):  # like PyTorch: log(0) is -inf, silently
-            result = backend.kernels[op](spec)(*arrays)
+            result = keeps_declared_dtypes(as_kernel(backend.kernels[op](spec)), spec)(*arrays)
     except GraphcError:
         raise
     except (ValueError, TypeError, ArithmeticError, IndexError, MemoryError) as e:  # as compiled plans do

@@ -23,10 +23,12 @@ import numpy as np
 from ..ir._version import __version__
 from ..ir.errors import GraphcError, PlanFormatError
 from ..ir.graph import Graph
+from ..ir.types import DType
 from .atomic_write import write_atomically
 from .plan_data import DataSection, Placer, coalesce, padding, read_file, section
 from .plan_format import (
     DTYPES,
+    FIRST_DTYPES,
     MAX_DIM,
     check_plain,
     decode_graph,
@@ -59,9 +61,11 @@ from .plan_unpack import Fields
 
 MAGIC = "graphc-plan"
 # 1.1: optional lr scheduler state and initial_lr; 1.2: u8 values; 1.3: the raw data section;
-# 1.4: custom op bodies (graph.functions) (docs/format.md). A file says the oldest version that
-# describes it: 1.3 unless it holds bodies, so graphc versions that read 1.3 keep reading it.
-FORMAT_VERSION = (1, 4)
+# 1.4: custom op bodies (graph.functions); 1.5: the dtypes beyond f32/f64/i64/b1/u8 (docs/format.md).
+# A file says the oldest version that describes it: 1.3 unless it holds bodies (1.4) or newer dtypes
+# (1.5), so graphc versions that read 1.3 keep reading it.
+FORMAT_VERSION = (1, 5)
+WITH_BODIES = (1, 4)
 WITHOUT_BODIES = (1, 3)
 KINDS = ("training", "inference")
 
@@ -91,8 +95,9 @@ def plan_chunks(plan, metadata: dict | None = None, where: str = "the plan") -> 
     encoded = encode_graph(graph)
     check_plain(encoded["meta"], "graph.meta", GRAPH_FIELDS["meta"], refuse)
     data = DataSection()
-    tensors = [_tensor_record(name, plan.backend.to_numpy(plan._state[name]), data) for name in graph.state]
-    tensors += [_tensor_record(name, graph.constant_data[name], data) for name in graph.constants]
+    tensors = [_tensor_record(name, plan.backend.to_numpy(plan._state[name]), data, graph.state[name])
+               for name in graph.state]
+    tensors += [_tensor_record(name, graph.constant_data[name], data, graph.constants[name]) for name in graph.constants]
     body = {
         "graph": encoded,
         "tensors": tensors,
@@ -103,7 +108,7 @@ def plan_chunks(plan, metadata: dict | None = None, where: str = "the plan") -> 
     }
     body_bytes = msgpack.packb(body, use_bin_type=True)
     header = msgpack.packb({
-        "magic": MAGIC, "format_version": list(FORMAT_VERSION if "functions" in encoded else WITHOUT_BODIES),
+        "magic": MAGIC, "format_version": list(_oldest_version(plan.graph, encoded)),
         "producer": producer(), "kind": plan.kind,
         "checksum": "sha256:" + hashlib.sha256(body_bytes).hexdigest(), "body": body_bytes,
         "data": {"size": data.size, "checksum": data.checksum()},
@@ -154,14 +159,38 @@ def _scheduler_record(scheduler) -> dict:
     return {"type": type(scheduler).__name__, "state": scheduler.state_dict()}  # checked in plan_to_bytes
 
 
-FILE_DTYPES = {d.numpy: short for short, d in DTYPES.items()}
+def _oldest_version(graph, encoded: dict) -> tuple:
+    """The oldest format version that describes this file (see FORMAT_VERSION)."""
+    graphs = [graph, *graph.bodies()]
+    if any(v.type.dtype.short not in FIRST_DTYPES for g in graphs for v in _graph_values(g)):
+        return FORMAT_VERSION
+    return WITH_BODIES if "functions" in encoded else WITHOUT_BODIES
 
 
-def _tensor_record(name: str, array: np.ndarray, data: DataSection) -> dict:
-    dtype = FILE_DTYPES.get(array.dtype)
+def _graph_values(graph):
+    yield from graph.inputs
+    yield from graph.state.values()
+    yield from graph.constants.values()
+    for node in graph.nodes:
+        yield from node.outputs
+
+
+def _file_dtype(dtype: np.dtype) -> str | None:
+    try:
+        short = DType.from_any(dtype).short
+    except GraphcError:
+        return None
+    return short if short in DTYPES else None
+
+
+def _tensor_record(name: str, array: np.ndarray, data: DataSection, value) -> dict:
+    dtype = _file_dtype(array.dtype)
     if dtype is None:
         raise GraphcError(f"cannot save tensor {name!r}: dtype {array.dtype} is not one of the plan file's "
                           f"({', '.join(d.name for d in DTYPES.values())})")
+    if dtype != value.type.dtype.short or tuple(array.shape) != tuple(value.type.shape):  # set by hand: the
+        raise GraphcError(f"cannot save tensor {name!r}: it holds {array.dtype}{list(array.shape)} but the "
+                          f"graph says {value.type}")  # loader would refuse the file
     shape = list(array.shape)
     array = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)  # no copy if it is
     offset, nbytes = data.add(array)
@@ -216,6 +245,16 @@ def read_document(data) -> dict:
             "format_version": tuple(version), "data": data_section}
 
 
+_NARROW_INT_BITS = {DType.int4: 4, DType.uint4: 4, DType.int2: 2, DType.uint2: 2}
+
+
+def _check_narrow_ints(array: np.ndarray, dtype: DType, name: str) -> None:
+    """ml_dtypes keeps an int4 (uint4, int2, uint2) in the low bits of a byte, the rest zero."""
+    bits = _NARROW_INT_BITS.get(dtype)
+    if bits is not None and array.size and array.view(np.uint8).max() >= 2**bits:
+        fail(f"tensor {show(name)} is {dtype.name} but holds bytes over {2**bits - 1}")
+
+
 def decode_tensors(count: int, records, expected: dict, data: memoryview | None = None) -> dict:
     """Check every record (name, dtype allowlist, shape, byte count, and its place in the data
     section ``data`` if the file has one) against the graph's ``expected`` types before building
@@ -258,6 +297,7 @@ def decode_tensors(count: int, records, expected: dict, data: memoryview | None 
             array = np.frombuffer(raw, dtype=np_dtype).astype(DTYPES[dtype].numpy).reshape(shape)
         if array.dtype == np.bool_ and array.size and array.view(np.uint8).max() > 1:
             fail(f"tensor {show(name)} is bool but holds bytes other than 0 and 1")
+        _check_narrow_ints(array, DTYPES[dtype], name)
         arrays[name] = array
     if placer is not None:
         placer.finish()

@@ -95,7 +95,7 @@ def trace_model(fn, example_inputs, name=None, dynamic_batch=True, root=None, na
                            dynamic_dims={i: dims for i, dims in enumerate(kept) if dims})
     if input_tree is not None:
         graph.meta["input_tree"] = input_tree
-    refuse_float16(graph)
+    refuse_low_precision(graph)
     return graph, tracer
 
 
@@ -297,22 +297,24 @@ def _sizes(declared: list, arrays: list) -> dict:
     return sizes
 
 
-FLOAT16_HINT = ("float16 runs in eager tensors only; compiled plans need float32 or float64 (BatchNorm and "
+FLOAT16_HINT = ("runs in eager tensors only; compiled plans need float32 or float64 (BatchNorm and "
                 "optimizer math in half precision would need float32 master copies, which graphc does not "
                 "have yet): convert with model.float() and x.astype(np.float32)")
 
 
-def refuse_float16(graph) -> None:
-    """Compiled plans are float32/float64: say so at compile time, naming the first f16 value."""
+def refuse_low_precision(graph) -> None:
+    """Compiled plans are float32/float64: say so at compile time, naming the first float16
+    (bfloat16, float8, float4) value. Imported ONNX plans, inference only, may hold them."""
     for value in graph.inputs:
-        if value.type.dtype is DType.float16:
-            raise GraphcError(f"input {value.name!r} is {value.type}: {FLOAT16_HINT}")
+        if value.type.dtype.is_low_precision:
+            raise GraphcError(f"input {value.name!r} is {value.type}: {value.type.dtype.name} {FLOAT16_HINT}")
     for name, value in graph.state.items():
-        if value.type.dtype is DType.float16:
-            raise GraphcError(f"parameter or buffer {name!r} is {value.type}: {FLOAT16_HINT}")
+        if value.type.dtype.is_low_precision:
+            raise GraphcError(f"parameter or buffer {name!r} is {value.type}: {value.type.dtype.name} {FLOAT16_HINT}")
     for node in graph.nodes:
-        if any(v.type.dtype is DType.float16 for v in node.outputs):
-            raise GraphcError(f"{node.op} makes a float16 value: {FLOAT16_HINT}", node.location())
+        low = next((v.type.dtype for v in node.outputs if v.type.dtype.is_low_precision), None)
+        if low is not None:
+            raise GraphcError(f"{node.op} makes a {low.name} value: {low.name} {FLOAT16_HINT}", node.location())
 
 
 @contextlib.contextmanager

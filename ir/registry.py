@@ -101,6 +101,10 @@ class OpDef:
     no_gradient: str = ""
     # takes complex inputs and its vjp is exact for complex cotangents (ir/complex_support.py)
     complex_vjp: bool = False
+    # sums many terms (matmul, convolution, reductions, softmax): float16/bfloat16/float8 inputs
+    # compute in float32 and round once at the end, as PyTorch's CPU kernels and onnxruntime do
+    # (numpy would round every partial sum to the narrow type)
+    accumulates: bool = False
 
     def outputs_with_gradients(self, attrs: dict) -> tuple | None:
         """The indices of the outputs whose cotangents the vjp reads (None: all float ones)."""

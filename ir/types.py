@@ -1,4 +1,4 @@
-"""Dtypes, symbolic dims and tensor types.
+"""Symbolic dims and tensor types (the dtypes are ``ir/dtypes.py``'s, re-exported here).
 
 A dim is an ``int`` or a symbolic string: ``N`` (the batch size), a symbol a user declared
 dynamic (``T``, ``H``), or a product of those and an int (flattening gives ``"N*64"``).
@@ -7,94 +7,16 @@ do arithmetic and bind symbols to sizes.
 """
 from __future__ import annotations
 
-import enum
 import functools
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from .dtypes import DType, promote  # noqa: F401  (re-exported: ir.types is where callers look)
 from .errors import ShapeError
 
 BATCH = "N"
-
-
-class DType(enum.Enum):
-    """Element types a graph value can have. float16 is reserved for later backends; uint8
-    is for raw data such as images (cast it to float in the model, as PyTorch code does)."""
-
-    float32 = "f32"
-    float64 = "f64"
-    int64 = "i64"
-    bool = "b1"
-    float16 = "f16"
-    uint8 = "u8"
-    complex64 = "c64"
-    complex128 = "c128"
-
-    @property
-    def short(self) -> str:
-        return self.value
-
-    @property
-    def numpy(self) -> np.dtype:
-        return np.dtype(_NUMPY_NAMES[self])
-
-    @property
-    def is_float(self) -> bool:
-        return self in (DType.float32, DType.float64, DType.float16)
-
-    @property
-    def is_complex(self) -> bool:
-        return self in (DType.complex64, DType.complex128)
-
-    @property
-    def category(self) -> int:
-        """PyTorch's dtype category: 0 bool < 1 integer < 2 float < 3 complex (what a 0-d
-        operand and an in-place result are judged by)."""
-        return 3 if self.is_complex else 2 if self.is_float else 0 if self is DType.bool else 1
-
-    @property
-    def to_complex(self) -> "DType":
-        """The complex dtype of this precision (float64 -> complex128; others -> complex64)."""
-        return DType.complex128 if self in (DType.float64, DType.complex128) else DType.complex64
-
-    @property
-    def to_real(self) -> "DType":
-        """The real dtype of a complex one (complex64 -> float32); other dtypes are their own."""
-        return {DType.complex64: DType.float32, DType.complex128: DType.float64}.get(self, self)
-
-    @classmethod
-    def from_any(cls, dtype) -> "DType":
-        """Accept a DType, its name (``"float32"``), short name (``"f32"``) or numpy dtype."""
-        if isinstance(dtype, DType):
-            return dtype
-        if isinstance(dtype, str) and dtype in _BY_NAME:
-            return _BY_NAME[dtype]
-        try:
-            key = np.dtype(dtype).name
-        except TypeError:
-            key = None
-        if key in _BY_NAME:
-            return _BY_NAME[key]
-        raise ShapeError(f"unsupported dtype {dtype!r}; graphc supports float32, float64, int64, uint8, bool, complex64, complex128")
-
-
-_NUMPY_NAMES = {DType.float32: "float32", DType.float64: "float64", DType.int64: "int64",
-                DType.bool: "bool", DType.float16: "float16", DType.uint8: "uint8",
-                DType.complex64: "complex64", DType.complex128: "complex128"}
-_BY_NAME = {**{d.name: d for d in DType}, **{d.value: d for d in DType}}
-_RANK = {DType.bool: 0, DType.uint8: 1, DType.int64: 2, DType.float16: 3, DType.float32: 4, DType.float64: 5,
-         DType.complex64: 6, DType.complex128: 7}
-
-
-def promote(a: DType, b: DType) -> DType:
-    """Result dtype of a binary op (bool < uint8 < int64 < float16 < float32 < float64 <
-    complex64 < complex128); complex64 with float64 is complex128, as in PyTorch."""
-    high = a if _RANK[a] >= _RANK[b] else b
-    if high is DType.complex64 and DType.float64 in (a, b):
-        return DType.complex128
-    return high
 
 
 # ---- symbolic dims -------------------------------------------------------------

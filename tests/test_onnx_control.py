@@ -1,9 +1,9 @@
 """ONNX control flow: graphc's ``cond``/``scan``/``while_loop`` exported as ``If``/``Scan``/``Loop``
-and run by onnxruntime, and ONNX's ``If``/``Loop``/``Scan`` imported (onnx's own backend node
-tests, then hand-written models with outer-scope names, axes, directions and nesting).
+and run by onnxruntime, and ONNX's ``If``/``Loop``/``Scan`` imported (hand-written models with
+outer-scope names, axes, directions and nesting; onnx's own cases run in
+tests/test_onnx_backend_suite.py).
 
-Tolerances. The backend cases' numbers are small integers in float32, whose sums are exact:
-compared exactly. Elsewhere onnxruntime runs the same float32 ops as graphc's numpy kernels,
+Tolerances. onnxruntime runs the same float32 ops as graphc's numpy kernels,
 but its Tanh (MLAS's own approximation) and its Gemm/ReduceSum (another summation order)
 differ by a few ulps, carried through a recurrence of at most 7 steps: measured at most
 2.4e-7 of the output's scale, checked at 1e-6 (RTOL). graphc's own round trip (export, then
@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import graphc as gc
-import onnx_backend_cases
 from graphc import nn
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is part of the test extra; pip install 'graphc[onnx]'")
@@ -46,61 +45,6 @@ def ort_run(path, feeds: dict) -> list:
 
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
-
-
-# ---- onnx's backend node tests -------------------------------------------------------------------
-# Every If/Loop/Scan case onnx ships (test_if*, test_loop*, test_scan*), each passed or excused here
-# with its reason; the excuse is checked too (gc.load must refuse the model with that reason).
-EXCUSED = {
-    "test_if_seq": ("its branches return a sequence of tensors (SequenceConstruct); sequences are not in "
-                    "graphc's IR", r"ONNX op 'SequenceConstruct' is not supported"),
-    "test_if_opt": ("its branches return an optional sequence (Optional); optionals and sequences are not in "
-                    "graphc's IR", r"ONNX op 'Optional' is not supported"),
-    "test_loop13_seq": ("its loop-carried value is a sequence (a sequence input, SequenceInsert); sequences are "
-                        "not in graphc's IR", r"input 'seq_empty' is not a tensor"),
-    "test_loop16_seq_none": ("its loop-carried value is an optional sequence; optionals and sequences are not in "
-                             "graphc's IR", r"input 'opt_seq' is not a tensor"),
-    "test_loop11": ("its trip count is a graph input and it has a scan output, whose length (the number of "
-                    "iterations) is then known only at run time; graphc's shapes are static apart from the batch "
-                    "dim (its body also slices x at the run-time iteration number)",
-                    r"Loop with scan outputs and a trip count computed at run time"),
-}
-PASSING = ["test_if", "test_scan_sum", "test_scan9_sum", "test_scan9_multi_state", "test_scan9_scalar"]
-CASES = sorted(PASSING + list(EXCUSED))
-PREFIXES = ("test_if", "test_loop", "test_scan")
-
-
-def backend_cases() -> dict:
-    """``name -> (model bytes, inputs, outputs)`` of onnx's cases for these ops (tests/onnx_backend_cases.py)."""
-    return onnx_backend_cases.backend_cases(PREFIXES, ("if_", "loop", "scan"), installed_first=True)
-
-def test_every_if_loop_and_scan_backend_case_is_listed():
-    assert set(backend_cases()) <= set(CASES), "a backend case neither passed nor excused"
-    assert set(CASES) <= set(backend_cases())
-
-
-def test_every_control_reader_has_backend_cases():
-    """The readers tests/test_onnx_readers.py leaves out (subgraph ops) are the ones run here."""
-    from graphc.onnx.control_import import CONTROL_READERS
-
-    assert {f"test_{op.lower()}" for op in CONTROL_READERS} == set(PREFIXES)
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_onnx_backend_case(name, tmp_path):
-    model, inputs, expected = backend_cases()[name]
-    path = tmp_path / f"{name}.onnx"
-    path.write_bytes(model)
-    if name in EXCUSED:
-        with pytest.raises(gc.GraphcError, match=EXCUSED[name][1]):
-            gc.load(path)
-        return
-    got = outputs(gc.load(path)(*inputs))
-    assert len(got) == len(expected)
-    for g, w in zip(got, expected):
-        g = np.asarray(g)
-        assert g.shape == w.shape and g.dtype == w.dtype, name
-        np.testing.assert_array_equal(g, w, err_msg=name)  # exact: module docstring
 
 
 # ---- export: cond -> If, scan -> Scan, while_loop -> Loop ----------------------------------------
@@ -403,13 +347,8 @@ agraph (int64[1] lens, float[1,2] init, float[1,3,2] x) => (float[1,2] y, float[
         o = Identity(s_out)
   }>
 }""", r"sequence_lens shorter than the sequence"),
-    ('<ir_version: 4, opset_import: ["" : 8]>\n' + """
-agraph (float[2] x) => (float[2] y) {
-  y = Softmax(x)
-}""", r"ONNX opset 8 is not supported; graphc imports default-domain opsets 11-25 \(and 8-10 for models of "
-      r"only .*; this one uses Softmax\)"),
 ], ids=["loop_runtime_trip_count_scan_outputs", "loop_computed_condition_scan_outputs", "loop_never_ends",
-        "if_branch_types_differ", "loop_carried_type_changes", "scan8_sequence_lens", "opset8_other_ops"])
+        "if_branch_types_differ", "loop_carried_type_changes", "scan8_sequence_lens"])
 def test_unrepresentable_control_flow_is_refused_clearly(tmp_path, text, match):
     model = onnx.parser.parse_model(text)
     path = tmp_path / "m.onnx"

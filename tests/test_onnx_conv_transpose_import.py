@@ -1,11 +1,9 @@
-"""ONNX import of ConvTranspose (graphc/onnx/conv_transpose_readers.py): every convtranspose
-backend case onnx ships (generated from its case definitions where the data is not
-installed), hand-built models over every attribute against onnxruntime, and graphc's own
-exports (ConvTranspose, unfold/fold, padded convs) loaded back.
+"""ONNX import of ConvTranspose (graphc/onnx/conv_transpose_readers.py): hand-built models over
+every attribute against onnxruntime, and graphc's own exports (ConvTranspose, unfold/fold, padded
+convs) loaded back. (onnx's own convtranspose cases run in tests/test_onnx_backend_suite.py.)
 
-Tolerance: float32 sums may run in another order than onnx's reference / onnxruntime's MLAS
-(measured here: 0.0 on every case, the backend cases' integer-valued data up to 198 and the
-hand-built ones up to 9.5); checked at 1e-5 of max(1, |output|) for other BLAS builds.
+Tolerance: float32 sums may run in another order than onnxruntime's MLAS (measured here: 0.0 on
+the hand-built cases, values up to 9.5); checked at 1e-5 of max(1, |output|) for other BLAS builds.
 """
 from __future__ import annotations
 
@@ -16,7 +14,6 @@ import numpy as np
 import pytest
 
 import graphc as gc
-import onnx_backend_cases
 from graphc import nn
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is part of the test extra; pip install 'graphc[onnx]'")
@@ -24,7 +21,6 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 HAVE_ORT = importlib.util.find_spec("onnxruntime") is not None
 RTOL = 1e-5
-EXCUSED = {"test_convtranspose_3d": "3-D transposed convolution: graphc imports 1-D and 2-D ones"}
 
 
 def close(got, want, what=""):
@@ -33,30 +29,6 @@ def close(got, want, what=""):
     scale = max(1.0, float(np.abs(want).max()))
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=RTOL, atol=RTOL * scale,
                                err_msg=what)
-
-
-def backend_cases() -> dict:
-    """``name -> (model bytes, inputs, outputs)`` of onnx's cases for these ops (tests/onnx_backend_cases.py)."""
-    return onnx_backend_cases.backend_cases(("test_convtranspose",), ("convtranspose",))
-
-CASES = sorted(backend_cases())
-
-
-def test_the_cases_are_there_and_the_excuses_real():
-    assert len(CASES) >= 10 and set(EXCUSED) <= set(CASES)
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_onnx_backend_case(name, tmp_path):
-    model, inputs, expected = backend_cases()[name]
-    path = tmp_path / f"{name}.onnx"
-    path.write_bytes(model)
-    if name in EXCUSED:
-        with pytest.raises(gc.GraphcError, match="1-D and 2-D"):
-            gc.load(path)
-        return
-    got = gc.load(path)(*inputs)
-    close(got, expected[0], name)
 
 
 # ---- hand-built models against onnxruntime --------------------------------------------------------

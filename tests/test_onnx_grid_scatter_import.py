@@ -1,11 +1,9 @@
-"""ONNX import of GridSample, AffineGrid and ScatterElements (graphc/onnx/grid_readers.py)
-against onnx's backend node cases (generated from ``onnx.backend.test.case.node``), with an
-explicit excuse (and the error it must raise) for each case graphc does not import; hand-built
-models compared with onnxruntime; and graphc's own export of max unpooling (ScatterElements)
-imported back.
+"""ONNX import of GridSample, AffineGrid and ScatterElements (graphc/onnx/grid_readers.py):
+hand-built models compared with onnxruntime, and graphc's own export of max unpooling
+(ScatterElements) imported back. (onnx's own cases run in tests/test_onnx_backend_suite.py.)
 
-Tolerances: backend cases 1e-5 (rtol and atol; the expected outputs are float32 from onnx's
-reference loops, graphc contracts weights with matmuls); onnxruntime 1e-5 likewise.
+Tolerance: 1e-5 (rtol and atol; graphc contracts interpolation weights with matmuls, onnxruntime
+with loops, both in float32).
 """
 from __future__ import annotations
 
@@ -14,71 +12,9 @@ import numpy as np
 import pytest
 
 import graphc as gc
-import onnx_backend_cases
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper, numpy_helper  # noqa: E402
-
-PREFIXES = ("test_gridsample", "test_affine_grid", "test_scatter_elements")
-
-_CUBIC = "GridSample with mode='(bi)?cubic' is not imported"
-EXCUSED = {
-    "test_gridsample_bicubic": ("cubic sampling is not imported", _CUBIC),
-    "test_gridsample_bicubic_align_corners_0_additional_1": ("cubic sampling is not imported", _CUBIC),
-    "test_gridsample_bicubic_align_corners_1_additional_1": ("cubic sampling is not imported", _CUBIC),
-}
-_EXPANDED = ("AffineGrid's function body, expanded, computes the base grid from the size at run time with ops "
-             "graphc's importer does not read (Size); the AffineGrid node itself is imported",
-             "ONNX op 'Size' is not supported")
-EXCUSED.update({f"test_affine_grid_{form}_expanded": _EXPANDED
-                for form in ("2d", "2d_align_corners", "3d", "3d_align_corners")})
-
-
-def backend_cases() -> dict:
-    """``name -> (model bytes, inputs, outputs)`` of onnx's cases for these ops (tests/onnx_backend_cases.py)."""
-    return onnx_backend_cases.backend_cases(PREFIXES, ("gridsample", "affinegrid", "scatterelements"))
-
-CASES = sorted(backend_cases())
-
-
-def test_excuses_are_real():
-    assert set(EXCUSED) <= set(CASES)
-    for prefix in PREFIXES:
-        assert any(c.startswith(prefix) for c in CASES if c not in EXCUSED), prefix
-
-
-def _opset(model) -> int:
-    return max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-
-
-def _prepared(name, model_bytes: bytes, inputs: list) -> tuple:
-    """The case's model, with AffineGrid's ``size`` input as an initializer (graphc needs it
-    known while importing, as exporters write it)."""
-    model = onnx.ModelProto.FromString(model_bytes)
-    if name.startswith("test_affine_grid"):
-        graph = model.graph
-        size = graph.input[1]
-        graph.initializer.append(numpy_helper.from_array(np.asarray(inputs[1]), size.name))
-        del graph.input[1]
-        inputs = inputs[:1]
-    return model, inputs
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_onnx_backend_case(name, tmp_path):
-    model_bytes, inputs, expected = backend_cases()[name]
-    model, inputs = _prepared(name, model_bytes, inputs)
-    path = tmp_path / f"{name}.onnx"
-    path.write_bytes(model.SerializeToString())
-    if name in EXCUSED:
-        with pytest.raises(gc.GraphcError, match=EXCUSED[name][1]):
-            gc.load(path)(*inputs)
-        return
-    got = gc.load(path)(*inputs)
-    got = list(got) if isinstance(got, (tuple, list)) else [got]
-    for g, w in zip(got, expected):
-        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5, err_msg=name)
-
 
 # ---- hand-built models against onnxruntime -----------------------------------------------------
 

@@ -1,15 +1,11 @@
 """ONNX import of ``RNN``/``GRU``/``LSTM`` (as one scan per direction) and ``Attention``
-(graphc/onnx/recurrent_import.py, attention_import.py, logic_readers.py): onnx's own backend
-node cases, hand-built models compared with onnxruntime, and PyTorch's exports.
+(graphc/onnx/recurrent_import.py, attention_import.py, logic_readers.py): hand-built models
+compared with onnxruntime, and PyTorch's exports. (onnx's own cases run in
+tests/test_onnx_backend_suite.py.)
 
-Tolerances (float32). The backend cases' expected outputs come from onnx's reference, which
-sums in another order (the projection and recurrent biases added separately, Attention's scale
-applied as sqrt(scale) to Q and to K): measured at most 2.4e-7 absolute on outputs of scale
-about 1; checked at RTOL = 1e-5 of max(1, |output|). float16 cases (graphc computes them in
-float16 too) differ by up to one half-precision ulp near 1 (measured 4.9e-4): checked at 2e-3.
-onnxruntime runs MLAS's own tanh/sigmoid approximations and GEMMs, and PyTorch its own kernels;
-through at most 9 recurrent steps (or two Transformer layers) they differ by at most 1e-6
-(measured): checked at 1e-5 of the output's scale.
+Tolerances (float32): onnxruntime runs MLAS's own tanh/sigmoid approximations and GEMMs, and
+PyTorch its own kernels; through at most 9 recurrent steps (or two Transformer layers) they
+differ by at most 1e-6 (measured): checked at 1e-5 of the output's scale.
 """
 from __future__ import annotations
 
@@ -18,14 +14,11 @@ import numpy as np
 import pytest
 
 import graphc as gc
-import onnx_backend_cases
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is part of the test extra; pip install 'graphc[onnx]'")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 RTOL = 1e-5  # module docstring
-HALF_ATOL = 2e-3  # module docstring
-PREFIXES = ("test_lstm", "test_gru", "test_simple_rnn", "test_rnn", "test_attention")
 
 
 def close(got, want, what="", atol=None):
@@ -39,63 +32,6 @@ def close(got, want, what="", atol=None):
 
 def outputs(result) -> list:
     return list(result) if isinstance(result, tuple) else [result]
-
-
-# ---- onnx's backend node tests -------------------------------------------------------------------
-_BF16 = ("test_attention_4d_causal_bf16", "test_attention_4d_padded_kv_bf16", "test_attention_4d_causal_padded_kv_bf16",
-         "test_attention_4d_attn_mask_causal_bf16", "test_attention_3d_causal_bf16")
-EXCUSED = {
-    "test_lstm_with_peepholes": (
-        "its sequence_lens is an int32 graph input (ONNX's only type for it), and a plan takes float32, float64, "
-        "int64 and bool inputs; the same model with sequence_lens as an initializer passes "
-        "(test_lstm_peepholes_with_known_lengths)", r"input 'sequence_lens' is not a tensor of a dtype graphc holds"),
-    **{name + suffix: ("bfloat16 inputs: graphc holds no bfloat16 dtype",
-                       r"input 'Q' is not a tensor of a dtype graphc holds \(tensor_type, element type 16\)")
-       for name in _BF16 for suffix in ("", "_expanded")},
-}
-
-
-def backend_cases() -> dict:
-    """``name -> (model bytes, inputs, outputs)`` of onnx's cases for these ops (tests/onnx_backend_cases.py)."""
-    return onnx_backend_cases.backend_cases(PREFIXES, ("attention", "gru", "lstm", "rnn"), installed_first=True)
-
-CASES = sorted(backend_cases())
-
-
-def test_every_backend_case_is_run_and_the_excuses_are_real():
-    assert set(EXCUSED) <= set(CASES)
-    for op in ("test_lstm", "test_gru", "test_simple_rnn", "test_rnn_seq", "test_attention_3d", "test_attention_4d"):
-        assert any(c.startswith(op) for c in CASES if c not in EXCUSED), op
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_onnx_backend_case(name, tmp_path):
-    model, inputs, expected = backend_cases()[name]
-    path = tmp_path / f"{name}.onnx"
-    path.write_bytes(model)
-    if name in EXCUSED:
-        with pytest.raises(gc.GraphcError, match=EXCUSED[name][1]):
-            gc.load(path)
-        return
-    got = outputs(gc.load(path)(*inputs))
-    assert len(got) == len(expected)
-    half = any(np.asarray(x).dtype == np.float16 for x in inputs)
-    for g, w in zip(got, expected):
-        close(g, w, name, HALF_ATOL if half else None)
-
-
-def test_lstm_peepholes_with_known_lengths(tmp_path):
-    """test_lstm_with_peepholes (excused: an int32 graph input) with its sequence_lens as an
-    initializer: peepholes, initial states and lengths against the stored expected output."""
-    data, inputs, expected = backend_cases()["test_lstm_with_peepholes"]
-    model = onnx.ModelProto.FromString(data)
-    position = [i.name for i in model.graph.input].index("sequence_lens")
-    model.graph.initializer.append(numpy_helper.from_array(inputs[position], "sequence_lens"))
-    del model.graph.input[position]
-    path = tmp_path / "peepholes.onnx"
-    path.write_bytes(model.SerializeToString())
-    got = outputs(gc.load(path)(*(x for i, x in enumerate(inputs) if i != position)))
-    close(got[0], expected[0])
 
 
 # ---- hand-built models against onnxruntime -------------------------------------------------------

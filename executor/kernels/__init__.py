@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...ir.registry import REGISTRY
+from ...ir.types import DType
 from . import attention, collective, control, conv, custom, elementwise, fused, linalg, loss, norm, pool, reduce, shape
 from . import recurrent_cell
 from . import conv_transpose
@@ -49,6 +50,29 @@ def _cast_inputs_to_output(factory):
     return make
 
 
+def _computes_in_float32(factory):
+    """For ops that sum many terms (``OpDef.accumulates``): low-precision float inputs are cast
+    to float32, the float32 kernel runs, and its float outputs are rounded back once."""
+    def make(xp, spec):
+        low = [t.dtype.is_low_precision for t in spec.in_types]
+        if not any(low):
+            return factory(xp, spec)
+        wide = spec._replace(in_types=tuple(t.with_dtype(DType.float32) if f else t for t, f in zip(spec.in_types, low)),
+                             out_types=tuple(t.with_dtype(DType.float32) if t.dtype.is_low_precision else t
+                                             for t in spec.out_types))
+        run = as_kernel(factory(xp, wide)).run
+        wanted = [t.dtype.numpy for t in spec.out_types]
+        f32 = DType.float32.numpy
+
+        def computed(*arrays):
+            result = run(*(a.astype(f32) if f else a for a, f in zip(arrays, low)))
+            if len(wanted) == 1:
+                return result.astype(wanted[0], copy=False)
+            return tuple(r.astype(w, copy=False) for r, w in zip(result, wanted))
+        return computed
+    return make
+
+
 TABLE = {}
 for _module in (elementwise, linalg, conv, pool, norm, reduce, shape, fused, attention, loss, collective, custom,
                 control, recurrent_cell):
@@ -65,5 +89,7 @@ TABLE.update(fft.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])
+    if _opdef.accumulates:  # (applied last: it sees the node's own dtypes)
+        TABLE[_name] = _computes_in_float32(TABLE[_name])
 
 __all__ = ["KernelSpec", "TABLE"]

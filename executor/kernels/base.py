@@ -58,3 +58,20 @@ def view_of(index: int, run: Callable) -> Kernel:
 def as_kernel(made) -> Kernel:
     """A factory's result as a Kernel (plain functions allocate their outputs)."""
     return made if isinstance(made, Kernel) else Kernel(made)
+
+
+def keeps_declared_dtypes(kernel: Kernel, spec) -> Kernel:
+    """numpy computes some ops on ml_dtypes' arrays in float32 (``bfloat16 @ bfloat16`` is
+    float32): a kernel with a low-precision output gives it in its declared dtype, rounded
+    once (as PyTorch's bfloat16 matmul accumulates in float32). Other kernels are unchanged."""
+    wanted = [t.dtype.numpy for t in spec.out_types]
+    if not any(t.dtype.is_low_precision for t in spec.out_types) or kernel.view_of is not None:
+        return kernel
+    run, single = kernel.run, len(wanted) == 1
+
+    def cast(result):
+        if single:
+            return result if result.dtype == wanted[0] else result.astype(wanted[0])
+        return tuple(r if r.dtype == w else r.astype(w) for r, w in zip(result, wanted))
+
+    return Kernel(lambda *arrays, **kwargs: cast(run(*arrays, **kwargs)), kernel.writes_out, kernel.alias_safe)

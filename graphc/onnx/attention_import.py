@@ -244,6 +244,8 @@ def _attention(r, args):
         raise r.error(f"Attention with qk_matmul_output_mode={mode}; ONNX's are 0-3")
     rank = r.value(args[0]).type.rank
     q, k, v, past = _inputs(r, args, attrs)
+    if q.type.dtype.is_low_precision:
+        raise r.error(f"Attention on {q.type.dtype.name} inputs is not imported yet (its softmax precision)")
     if not q.type.dtype.is_float:
         raise r.error(f"Attention on {q.type.dtype.name} inputs; ONNX's are float")
     dtype = np.dtype(q.type.dtype.numpy)

@@ -48,8 +48,8 @@ class BodyReader(GraphReader):
 
     def __init__(self, parent: GraphReader, name: str):  # noqa: super().__init__ reads a model; this shares one
         self.parent = parent
-        for key in ("readers", "onnx", "model", "where", "budget", "external", "opset", "graphc_made", "array_names",
-                    "node"):
+        for key in ("readers", "onnx", "model", "where", "budget", "external", "opset", "opsets", "version",
+                    "graphc_made", "array_names", "node"):
             setattr(self, key, getattr(parent, key))
         self.meta = dict(parent.meta)
         self.scope = f" in subgraph {show(name)}{parent.scope}"

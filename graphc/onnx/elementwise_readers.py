@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ir.graph import Value
 from ..ir.types import DType
-from .dtypes import NUMPY_DTYPES as _NUMPY_DTYPES
+from .dtypes import DTYPES as _DTYPES, type_name
 from .shape_readers import _known
 
 _NUMPY_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "eq": np.equal, "lt": np.less,
@@ -194,9 +194,12 @@ def _where(r, args):
 
 def _cast(r, args):
     to = r.attrs()["to"]
-    dtype = _NUMPY_DTYPES.get(to)
-    if dtype is None:
-        raise r.error(f"Cast to ONNX element type {to}, which graphc cannot hold")
+    known = _DTYPES.get(to)
+    if known is None:
+        raise r.error(f"Cast to {type_name(to)}, which graphc cannot hold")
+    dtype = known.numpy
+    if known.is_low_precision and known not in (DType.float16, DType.bfloat16):
+        raise r.error(f"Cast to {type_name(to)} is not imported yet (its saturation and rounding rules)")
     x = args[0]
     if _known(x):
         return [x if np.asarray(x).dtype == object else np.asarray(x).astype(dtype)]

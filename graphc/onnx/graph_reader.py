@@ -14,16 +14,14 @@ import re
 import numpy as np
 
 from ..ir.builder import Builder
-from ..ir.errors import GraphcError, PlanFormatError, clip, show
+from ..ir.errors import GraphcError, PlanFormatError, ShapeError, clip, show
 from ..ir.graph import Graph, Value, describe_location
 from ..ir.types import BATCH, DType, TensorType, is_symbol
-from .dtypes import NUMPY_DTYPES as _NUMPY_DTYPES
+from .dtypes import DTYPES as _DTYPES, TYPED_FIELDS, stored_count, type_name
 from .export import onnx_module
 from .external import ExternalData
-
-_STATIC_ONLY_DTYPES = {6: np.int32, 3: np.int8, 5: np.int16}  # fine for shapes and indices, never as tensors
-_TYPED_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 5: "int32_data", 6: "int32_data",
-                 7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data"}
+from .static_values import evaluate
+from .versions import READ_DOMAINS, check_version, domain_opsets, reader_key
 
 
 
@@ -35,18 +33,19 @@ def default_opset(model) -> int | None:
 def check_tensor(tensor, where: str, what: str):
     """A tensor's element type must be one graphc holds and its dims non-negative; inline data
     must be exactly as large as the dims say. Returns the numpy dtype."""
-    dtype = _NUMPY_DTYPES.get(tensor.data_type) or _STATIC_ONLY_DTYPES.get(tensor.data_type)
-    if dtype is None:
-        raise GraphcError(f"{where}: {what} has ONNX element type {tensor.data_type}, which graphc cannot hold")
+    known = _DTYPES.get(tensor.data_type)
+    if known is None:
+        raise GraphcError(f"{where}: {what} has ONNX element type {type_name(tensor.data_type)}, which graphc "
+                          "cannot hold (graphc holds the numeric types)")
+    dtype = known.numpy
     if any(d < 0 for d in tensor.dims):
         raise GraphcError(f"{where}: {what} declares negative dims {list(tensor.dims)}")
     if is_external(tensor, where, what):
         return dtype  # checked against its data file by ExternalData.array
     count = int(np.prod(tensor.dims, dtype=object)) if tensor.dims else 1
-    if tensor.HasField("raw_data"):
-        have, want = len(tensor.raw_data), count * np.dtype(dtype).itemsize
-    else:  # one entry per value (float16 values are packed one per int32)
-        have, want = len(getattr(tensor, _TYPED_FIELDS[tensor.data_type])), count
+    raw = tensor.HasField("raw_data")
+    want = stored_count(tensor.data_type, count, raw, np.dtype(dtype).itemsize)
+    have = len(tensor.raw_data) if raw else len(getattr(tensor, TYPED_FIELDS[tensor.data_type]))
     if have != want:
         raise GraphcError(f"{where}: {what} declares shape {list(tensor.dims)} ({want} "
                           f"{'bytes' if tensor.HasField('raw_data') else 'values'}) but holds {have}")
@@ -112,12 +111,17 @@ class GraphReader:
     through ``readers[node.op_type]`` (``reader(self, args) -> outputs``; the importer's table
     is ``importer.NODE_READERS``)."""
 
-    def __init__(self, model, filename: str, budget: int, *, readers: dict, folder: str | None = None):
+    def __init__(self, model, filename: str, budget: int, *, readers: dict, folder: str | None = None,
+                 bound: dict | None = None):
         self.readers = readers
+        self.bound = dict(bound or {})  # ONNX input name -> the array it is specialized on (static_values)
+        self.input_names: dict = {}  # ONNX input name -> its graph input's name
         self.onnx = onnx_module()
         self.model, self.where, self.budget = model, filename, budget
         self.external = None if folder is None else ExternalData(folder, filename, budget)
         self.opset = default_opset(model)
+        self.opsets = domain_opsets(model)
+        self.version = None  # the version of the op of the node being read (versions.op_version)
         self.graph = Graph(clean_name(model.graph.name, "onnx_model"))
         self.builder = Builder(self.graph)
         self.env: dict = {}  # ONNX value name -> graph Value or np.ndarray (known while importing)
@@ -137,7 +141,9 @@ class GraphReader:
             self.env[tensor.name] = array
             self.array_names[id(array)] = (array, tensor.name)
         for info in onnx_graph.input:
-            if info.name not in self.env:  # old files list initializers as inputs too
+            if info.name in self.bound:  # a plan specialized on this input's value: a known array
+                self.env[info.name] = self._bound_array(info)
+            elif info.name not in self.env:  # old files list initializers as inputs too
                 self._add_input(info)
         for index, node in enumerate(onnx_graph.node):
             self._read_node(index, node)
@@ -153,9 +159,9 @@ class GraphReader:
     def _add_input(self, info) -> None:
         kind = info.type.WhichOneof("value")
         tensor_type = info.type.tensor_type
-        if kind != "tensor_type" or tensor_type.elem_type not in _NUMPY_DTYPES:
+        if kind != "tensor_type" or tensor_type.elem_type not in _DTYPES:
             raise GraphcError(f"{self.where}: input {show(info.name)} is not a tensor of a dtype graphc holds "
-                              f"({kind}, element type {tensor_type.elem_type})")
+                              f"({kind}, {type_name(tensor_type.elem_type)})")
         dims = []
         named = [d.dim_param for d in tensor_type.shape.dim if not d.HasField("dim_value")]
         for axis, dim in enumerate(tensor_type.shape.dim):
@@ -170,10 +176,18 @@ class GraphReader:
                                   f"({clip(dim.dim_param or 'unnamed', 60)}) without a name graphc can use; graphc "
                                   "reads a named dim (an identifier) as a symbol, an unnamed one only as the leading "
                                   "batch dim")
-        dtype = DType.from_any(np.dtype(_NUMPY_DTYPES[tensor_type.elem_type]))
+        dtype = _DTYPES[tensor_type.elem_type]
         name = self.graph.unique_name(clean_name(info.name, "input"))
         self.env[info.name] = self.graph.add_input(Value(name, TensorType(tuple(dims), dtype)))
+        self.input_names[info.name] = name
         self.builder.reserve(name)
+
+    def _bound_array(self, info):
+        array = np.asarray(self.bound[info.name])
+        if info.type.tensor_type.elem_type in _DTYPES and array.dtype != _DTYPES[info.type.tensor_type.elem_type].numpy:
+            raise ShapeError(f"input {show(info.name)}: expected {type_name(info.type.tensor_type.elem_type)}, got "
+                             f"{array.dtype}")
+        return array.copy()
 
     # ---- one node ----------------------------------------------------------------------
     def _read_node(self, index: int, node) -> None:
@@ -183,12 +197,16 @@ class GraphReader:
             f"{self.where} node {index}{self.scope}"
         module = re.sub(r"__\d+$", "", label) if self.graphc_made else label  # the export's unique suffix
         self.meta = {"module": module, "module_type": clip(node.op_type, 60), "source": source}
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain not in READ_DOMAINS:
             raise self.error(f"op {show(node.op_type)} of domain {show(node.domain)} is not supported (graphc "
-                             "imports the default ONNX domain)")
-        reader = self.readers.get(node.op_type)
+                             f"imports the domains {', '.join(repr(d) for d in READ_DOMAINS[1:])})")
+        try:
+            self.version = check_version(self.onnx, node, self.opsets)
+        except ValueError as e:
+            raise self.error(str(e)) from None
+        reader = self.readers.get(reader_key(node.domain, node.op_type))
         if reader is None:
-            raise self.error(f"ONNX op {show(node.op_type)} is not supported by graphc's importer")
+            raise self.error(f"ONNX op {show(node.op_type)}-{self.version} is not supported by graphc's importer")
         args = [self.lookup(name) if name else None for name in self._known_inputs(node)]
         try:
             outputs = reader(self, args)
@@ -272,8 +290,10 @@ class GraphReader:
         if array.dtype == object:
             raise self.error("a shape that depends on the batch size is used as a tensor; graphc keeps shapes "
                              "static apart from the batch dim")
-        if array.dtype not in {np.dtype(t) for t in _NUMPY_DTYPES.values()}:
-            raise self.error(f"a {array.dtype} tensor is used as data; graphc has no {array.dtype} dtype")
+        try:
+            DType.from_any(array.dtype)
+        except GraphcError:
+            raise self.error(f"a {array.dtype} tensor is used as data; graphc has no {array.dtype} dtype") from None
         if id(x) not in self.constants:
             base = clean_name(self.array_names.get(id(x), (None, ""))[1], f"c{len(self.graph.constants)}")
             name = self.graph.unique_name(base, self.builder._taken)
@@ -283,7 +303,14 @@ class GraphReader:
         return self.constants[id(x)][1]
 
     def static(self, x, what: str) -> np.ndarray:
-        """``x`` as an array known while importing (a shape, axes, a clip bound), or an error."""
-        if x is None or isinstance(x, Value):
-            raise self.error(f"{what} must be a constant (an initializer or computed from shapes)")
+        """``x`` as an array known while importing (a shape, axes, a clip bound): computed now
+        when the graph makes it from constants; a ``NeedsInputValues`` naming the inputs it is
+        computed from otherwise (the importer then specializes the plan on their values)."""
+        if x is None:
+            raise self.error(f"{what} must be given")
+        if isinstance(x, Value):
+            try:
+                return evaluate(self, x, what)
+            except GraphcError as e:
+                raise e.located(describe_location(self.meta)) from None
         return x

@@ -21,7 +21,9 @@ from ..executor.budget import default_budget, value_bytes
 from .control_import import CONTROL_READERS
 from .export import onnx_module
 from .external import model_folder
-from .graph_reader import GraphReader, default_opset
+from .graph_reader import GraphReader, clean_name, default_opset
+from .specialize import ValueSpecializedPlan
+from .static_values import NeedsInputValues
 from .grid_readers import GRID_READERS
 from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
@@ -31,10 +33,6 @@ from .recurrent_import import RECURRENT_READERS
 from .resample_readers import RESAMPLE_READERS
 from .vision_readers import VISION_READERS
 
-IMPORT_OPSETS = range(11, 26)  # the default-domain opsets whose op forms the readers know (22-25: types, Attention)
-OLD_OPSETS = range(8, 11)  # read only for models of OLD_OPSET_OPS, ops whose older forms the readers know too
-OLD_OPSET_OPS = frozenset({"Scan", "Loop", "If", "Identity", "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu",
-                           "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "MatMul"})
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
 
 NODE_READERS = {**READERS, **CONTROL_READERS, **RECURRENT_READERS, **ATTENTION_READERS, **LOGIC_READERS}
@@ -53,28 +51,56 @@ NODE_READERS.update(GRID_READERS)  # GridSample, AffineGrid, ScatterElements (te
 class ModelReader(GraphReader):
     """The reader of a whole model's graph, with every op graphc imports (:data:`NODE_READERS`)."""
 
-    def __init__(self, model, filename: str, budget: int, folder: str | None = None):
-        super().__init__(model, filename, budget, readers=NODE_READERS, folder=folder)
+    def __init__(self, model, filename: str, budget: int, folder: str | None = None, bound: dict | None = None):
+        super().__init__(model, filename, budget, readers=NODE_READERS, folder=folder, bound=bound)
 
 
 def import_onnx(path, device: str = "cpu", memory_budget=None):
-    """The inference ``Plan`` for the ONNX model at ``path`` (what ``gc.load`` returns for it)."""
+    """The inference ``Plan`` for the ONNX model at ``path`` (what ``gc.load`` returns for it),
+    or a ``ValueSpecializedPlan`` when its shapes depend on the values of some of its inputs."""
+    where = os.fspath(path)
+    return import_model(read_model(where, memory_budget), where, device, memory_budget, folder=model_folder(where))
+
+
+def import_model(model, where: str = "model.onnx", device: str = "cpu", memory_budget=None, folder=None):
+    """:func:`import_onnx` of a ModelProto already in memory (``where`` names it in messages;
+    external data is read only from ``folder``, and refused without one)."""
+    _check_structure(model, where)
+
+    def build(bound: dict):
+        return _plan(model, where, device, memory_budget, bound, folder)
+
+    try:
+        return build({})
+    except NeedsInputValues as e:
+        initializers = {t.name for t in model.graph.initializer}
+        inputs = [info.name for info in model.graph.input if info.name not in initializers]
+        outputs = [clean_name(info.name, f"output{i}") for i, info in enumerate(model.graph.output)]
+        plan = ValueSpecializedPlan(build, inputs, outputs, e.names, device)
+        plan.producer = _producer(model, default_opset(model))
+        return plan
+
+
+def _plan(model, where: str, device: str, memory_budget, bound: dict, folder):
     from ..executor import Plan
     from ..executor.run_node import run_graph_node
     from ..random import next_seed
     from ..passes.manager import run_pipeline
 
-    where = os.fspath(path)
-    model = read_model(where, memory_budget)
     budget = memory_budget or default_budget(NUMPY)  # arrays made while importing are host ones
-    reader = ModelReader(model, os.path.basename(where), budget, folder=model_folder(where))
+    reader = ModelReader(model, os.path.basename(where), budget, folder=folder, bound=bound)
     graph = reader.to_graph()
     refuse_oversized(graph, budget)  # before constant folding computes any of it
     graph = run_pipeline(graph, "import", "default", run_graph_node)
     plan = Plan(graph, {}, device=device, seed=next_seed(), kind="inference", memory_budget=memory_budget)
-    made_by = " ".join(p for p in (model.producer_name, model.producer_version) if p) or "an unnamed producer"
-    plan.producer = clip(f"ONNX opset {reader.opset} from {made_by}", 200)  # what `graphc inspect` shows
+    plan.producer = _producer(model, reader.opset)
     return plan
+
+
+def _producer(model, opset) -> str:
+    """What ``graphc inspect`` shows as the plan's producer."""
+    made_by = " ".join(p for p in (model.producer_name, model.producer_version) if p) or "an unnamed producer"
+    return clip(f"ONNX opset {opset} from {made_by}", 200)
 
 
 def refuse_oversized(graph, budget: int) -> None:
@@ -106,32 +132,20 @@ def read_model(where: str, memory_budget=None):
         model = onnx.ModelProto.FromString(data)
     except Exception as e:  # protobuf's DecodeError: the bytes are not a ModelProto
         raise PlanFormatError(f"{where} is not a valid ONNX model ({type(e).__name__}: {e})") from None
-    if not model.HasField("graph"):
-        raise PlanFormatError(f"{where} is not an ONNX model: it has no graph")
-    _check_structure(model, where)
     return model
 
 
 def _check_structure(model, where: str) -> None:
-    """Refuse what graphc will not read: sparse tensors, local functions, opsets outside
-    IMPORT_OPSETS. (Each tensor is checked as it is read: ``graph_reader.tensor_array``.)"""
+    """Refuse what graphc will not read: a model without a graph, sparse tensors, local functions, a default-domain opset
+    newer than the installed onnx defines. (Each tensor is checked as it is read:
+    ``graph_reader.tensor_array``; each node's op version as it is read: ``versions``.)"""
+    if not model.HasField("graph"):
+        raise PlanFormatError(f"{where} is not an ONNX model: it has no graph")
     if model.functions:
         raise GraphcError(f"{where}: model-local functions ({model.functions[0].name!r}, ...) are not supported")
-    version = default_opset(model)
-    old = sorted(set(_op_types(model.graph)) - OLD_OPSET_OPS) if version in OLD_OPSETS else None
-    if version not in IMPORT_OPSETS and old != []:
-        also = f" (and {OLD_OPSETS.start}-{OLD_OPSETS.stop - 1} for models of only {', '.join(sorted(OLD_OPSET_OPS))}" \
-               f"; this one uses {', '.join(old[:5])})" if old else ""
+    version, newest = default_opset(model), onnx_module().defs.onnx_opset_version()
+    if version is not None and not 1 <= version <= newest:
         raise GraphcError(f"{where}: ONNX opset {version} is not supported; graphc imports default-domain opsets "
-                          f"{IMPORT_OPSETS.start}-{IMPORT_OPSETS.stop - 1}{also}")
+                          f"1-{newest} (the newest the installed onnx {onnx_module().__version__} defines)")
     if model.graph.sparse_initializer:
         raise GraphcError(f"{where}: sparse initializers are not supported")
-
-
-def _op_types(graph):
-    """The op types of ``graph``'s nodes and of its subgraphs' nodes."""
-    for node in graph.node:
-        yield node.op_type
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == 5 else list(attr.graphs)):
-                yield from _op_types(sub)

@@ -67,7 +67,7 @@ def _conv2d_grad_weight(in_types, attrs):
 
 
 register(OpDef("conv2d", conv2d_rule, attrs=CONV_ATTRS, inputs=(2, 3), vjp=conv2d_vjp, promotes_inputs=True,
-               doc="NCHW convolution, weight (out, in/groups, kH, kW)"))
+               accumulates=True, doc="NCHW convolution, weight (out, in/groups, kH, kW)"))
 register(OpDef("conv2d_grad_input", _conv2d_grad_input, attrs={**CONV_ATTRS, "input_shape": Attr("dims")},
                inputs=(2, 2), doc="(g, w) -> dL/dx of conv2d"))
 register(OpDef("conv2d_grad_weight", _conv2d_grad_weight, attrs={**CONV_ATTRS, "weight_shape": Attr("ints", minimum=1)},

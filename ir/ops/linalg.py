@@ -98,7 +98,7 @@ def linear_vjp(b, node, cts, needs):
     return grads
 
 
-register(OpDef("matmul", _matmul, inputs=(2, 2), vjp=_vjp_matmul, promotes_inputs=True,
+register(OpDef("matmul", _matmul, inputs=(2, 2), vjp=_vjp_matmul, promotes_inputs=True, accumulates=True,
                doc="numpy matmul semantics, batched"))
-register(OpDef("linear", linear_rule, inputs=(2, 3), vjp=linear_vjp, promotes_inputs=True,
+register(OpDef("linear", linear_rule, inputs=(2, 3), vjp=linear_vjp, promotes_inputs=True, accumulates=True,
                doc="x @ w.T (+ b); w is (out, in)"))

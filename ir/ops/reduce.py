@@ -67,7 +67,8 @@ def _reduce_grad(in_types, attrs):
 
 
 for _name, _vjp in (("sum", _vjp_sum_mean(False)), ("mean", _vjp_sum_mean(True)), ("max", _vjp_max)):
-    register(OpDef(_name, _reduce(_name), attrs=dict(_REDUCE_ATTRS), vjp=_vjp, doc=f"{_name} over dims (None: all)"))
+    register(OpDef(_name, _reduce(_name), attrs=dict(_REDUCE_ATTRS), vjp=_vjp, doc=f"{_name} over dims (None: all)",
+                   accumulates=_name != "max"))
 register(OpDef("argmax", _argmax, attrs={"dim": Attr("int", None, optional=True), "keepdim": Attr("bool", False)}))
 def _assert_finite(in_types, attrs):
     if len(attrs["names"]) != len(in_types) or not all(t.dtype.is_float for t in in_types):
