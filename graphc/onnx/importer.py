@@ -35,17 +35,22 @@ from .vision_readers import VISION_READERS
 
 MAX_FILE_BYTES = 2**31 - 1  # protobuf's own limit for one message
 
-NODE_READERS = {**READERS, **CONTROL_READERS, **RECURRENT_READERS, **ATTENTION_READERS, **LOGIC_READERS}
-"""The one table the importer reads with, ONNX op type -> reader: the single-node readers
-(``readers.READERS``, each run by tests/test_onnx_readers.py), ``If``, ``Loop`` and ``Scan``,
-whose bodies are subgraphs (``control_import.CONTROL_READERS``, tests/test_onnx_control.py), and
-``RNN``/``GRU``/``LSTM``, built as scans (``recurrent_import``), ``Attention``
-(``attention_import``) and the ops around attention exports (``logic_readers``: Mod, And, Or,
-Xor, CastLike, Pad), all run by tests/test_onnx_recurrent_import.py."""
-NODE_READERS.update(RESAMPLE_READERS)  # Pad (all modes), Resize, DepthToSpace, SpaceToDepth (test_onnx_resample_import.py)
-NODE_READERS.update(CONV_TRANSPOSE_READERS)  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
-NODE_READERS.update(VISION_READERS)  # pooling, LRN, PRelu, Elu, Selu, ... (tests/test_onnx_vision_import.py)
-NODE_READERS.update(GRID_READERS)  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
+NODE_READERS: dict = {}
+"""The one table the importer reads with, ONNX op type (``domain:op`` outside the default
+domain) -> reader, one family table per module; a later table's entry replaces an earlier one's.
+Every op's cases in onnx's backend suite run in tests/test_onnx_backend_suite.py."""
+for _table in (
+    READERS,  # shapes, elementwise, conv/pool, norms, reductions, MatMul/Gemm (tests/test_onnx_readers.py)
+    CONTROL_READERS,  # If, Loop, Scan: bodies are subgraphs (tests/test_onnx_control.py)
+    RECURRENT_READERS,  # RNN, GRU, LSTM as scans (tests/test_onnx_recurrent_import.py)
+    ATTENTION_READERS,  # Attention
+    LOGIC_READERS,  # Mod, And, Or, Xor, CastLike, Pad (constant)
+    RESAMPLE_READERS,  # Pad (all modes), Resize, DepthToSpace, SpaceToDepth (tests/test_onnx_resample_import.py)
+    CONV_TRANSPOSE_READERS,  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
+    VISION_READERS,  # pooling, LRN, PRelu, Elu, Selu, ...
+    GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
+):
+    NODE_READERS.update(_table)
 
 
 class ModelReader(GraphReader):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .elementwise_readers import scalar
-from .readers import _as_2d, _same_pads
+from .conv_readers import _as_2d, _same_pads
 from .shape_readers import _rank, _shape
 
 

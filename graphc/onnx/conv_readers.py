@@ -1,0 +1,103 @@
+"""Readers of ONNX's convolution and pooling ops (see ``readers`` for the contract): Conv 1-D
+and 2-D (a 1-D one as a height-1 image), MaxPool/AveragePool and the global pools."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .shape_readers import _known, _rank, _shape
+
+
+def _same_pads(r, attrs: dict, spatial: tuple, kernel: list, strides: list, dilations: list) -> list:
+    """Symmetric per-dim padding from ``pads`` or ``auto_pad`` (graphc pads both sides alike)."""
+    auto = attrs.get("auto_pad", "NOTSET")
+    rank = len(kernel)
+    if auto in ("NOTSET", ""):
+        pads = list(attrs.get("pads", [0] * 2 * rank))
+    elif auto == "VALID":
+        pads = [0] * 2 * rank
+    else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
+        total = [max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+                 for n, k, s, d in zip(spatial, kernel, strides, dilations)]
+        pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    if pads[:rank] != pads[rank:]:
+        raise r.error(f"asymmetric padding {pads} (begins then ends); graphc pads both sides of a dim alike")
+    return [int(p) for p in pads[:rank]]
+
+
+def _window_attrs(r, attrs: dict, x, kernel: list) -> dict:
+    rank = len(kernel)
+    strides = list(attrs.get("strides", [1] * rank))
+    dilations = list(attrs.get("dilations", [1] * rank))
+    spatial = _shape(x)[2:]
+    pads = _same_pads(r, attrs, spatial, kernel, strides, dilations)
+    if attrs.get("ceil_mode", 0):
+        for n, k, s, d, p in zip(spatial, kernel, strides, dilations, pads):
+            span = n + 2 * p - d * (k - 1) - 1
+            if span % s and (span // s + 1) * s < n + p:  # ceil would add a window that floor drops
+                raise r.error("ceil_mode=1 changes this pooling's output size; graphc pools with floor")
+    return {"stride": strides, "padding": pads, "dilation": dilations}
+
+
+def _as_2d(attrs: dict) -> dict:
+    """A 1-D window's attributes for the same window over a height of 1."""
+    out = dict(attrs)
+    for key in ("strides", "dilations", "kernel_shape"):
+        if key in attrs:
+            out[key] = [1, *attrs[key]]
+    if "pads" in attrs:
+        out["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+    return out
+
+
+def _conv(r, args):
+    x, w, bias = (list(args) + [None])[:3]
+    attrs = r.attrs()
+    if _rank(x) not in (3, 4):
+        raise r.error(f"Conv on a rank-{_rank(x)} input; graphc imports 1-D and 2-D convolutions")
+    one_d = _rank(x) == 3
+    if one_d:  # a 1-D convolution is a 2-D one over a height of 1
+        n, c, length = _shape(x)
+        x = r.emit("reshape", [x], {"shape": [n, c, 1, length]})
+        w = np.expand_dims(w, 2) if _known(w) else r.emit("reshape", [w], {"shape": [*_shape(w)[:2], 1, _shape(w)[2]]})
+        attrs = _as_2d(attrs)
+    kernel = list(_shape(w)[2:])
+    window = _window_attrs(r, attrs, x, kernel)
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    out = r.emit("conv2d", inputs, {**window, "groups": int(attrs.get("group", 1))})
+    if one_d:
+        out = r.emit("reshape", [out], {"shape": [_shape(out)[0], _shape(out)[1], _shape(out)[3]]})
+    return [out]
+
+
+def _pool(op: str):
+    def read(r, args):
+        attrs = r.attrs()
+        if _rank(args[0]) != 4:
+            raise r.error(f"{op} on a rank-{_rank(args[0])} input; graphc imports 2-D pooling")
+        window = _window_attrs(r, attrs, args[0], list(attrs["kernel_shape"]))
+        pool_attrs = {"kernel_size": list(attrs["kernel_shape"]), "stride": window["stride"],
+                      "padding": window["padding"]}
+        if op == "max_pool2d":
+            pool_attrs["dilation"] = window["dilation"]
+        else:
+            if window["dilation"] != [1, 1]:
+                raise r.error("AveragePool with dilations; graphc's avg_pool2d has none")
+            pool_attrs["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        return [r.emit(op, args[:1], pool_attrs)]
+    return read
+
+
+def _global_avg_pool(r, args):
+    if _rank(args[0]) == 4:
+        return [r.emit("adaptive_avg_pool2d", args, {"output_size": [1, 1]})]
+    return [r.emit("mean", args, {"dims": list(range(2, _rank(args[0]))), "keepdim": True})]
+
+
+def _global_max_pool(r, args):
+    return [r.emit("max", args, {"dims": list(range(2, _rank(args[0]))), "keepdim": True})]
+
+
+CONV_READERS = {"Conv": _conv, "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
+                "GlobalAveragePool": _global_avg_pool, "GlobalMaxPool": _global_max_pool}
