@@ -28,7 +28,10 @@ from .export_cumulative import WRITERS as CUMULATIVE_WRITERS
 from .export_numbers import cast_inputs, write_div, write_sign
 
 DEFAULT_OPSET = 17
-OPSETS = range(13, 22)  # the opsets whose forms of the ops below this writer knows
+# the opsets whose forms of the ops below this writer knows: of the ops it writes, only the
+# reductions' axes (an input from 18) and Split's sizes (an input from 13) changed form in 13-28;
+# 22-28 only added types (tests/test_onnx_export_opsets.py writes every family at each of them)
+OPSETS = range(13, 29)
 
 
 def onnx_module():
@@ -340,6 +343,9 @@ def graph_to_onnx(graph, opset: int = DEFAULT_OPSET):
     if opset not in OPSETS:
         raise GraphcError(f"ONNX export: opset {opset} is not supported; graphc writes opsets "
                           f"{OPSETS.start}-{OPSETS.stop - 1}")
+    if opset > onnx.defs.onnx_opset_version():
+        raise GraphcError(f"ONNX export: opset {opset} is newer than the installed onnx {onnx.__version__} defines "
+                          f"({onnx.defs.onnx_opset_version()}); upgrade onnx or write an older opset")
     if graph.state or graph.updates:
         raise GraphcError("ONNX export takes a frozen inference graph (gc.export freezes one); this graph has "
                           f"state {sorted(graph.state)[:3]} or updates")
