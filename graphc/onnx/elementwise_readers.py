@@ -16,6 +16,7 @@ from ..ir.graph import Value
 from ..ir.types import DType
 from .dtypes import DTYPES as _DTYPES, type_name
 from .shape_readers import _known
+from .symbolic_shapes import symbolic_binary
 
 _NUMPY_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "eq": np.equal, "lt": np.less,
                  "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal, "maximum": np.maximum,
@@ -38,10 +39,21 @@ def _binary(op: str):
     def read(r, args):
         a, b = args
         if _known(a, b):  # shape arithmetic, done now
+            symbolic = _on_symbolic_shape(op, a, b)
+            if symbolic is not None:
+                return [symbolic]
             _static_operands(r, op, a, b)
             return [_NUMPY_BINARY[op](a, b)]
         return [r.emit(op, [a, b])]
     return read
+
+
+def _on_symbolic_shape(op: str, a, b):
+    """``op`` on a shape holding symbolic dims, where the answer holds for every size
+    (symbolic_shapes); None for numeric operands or an answer that depends on a size."""
+    if np.asarray(a).dtype != object and np.asarray(b).dtype != object:
+        return None
+    return symbolic_binary(op, a, b)
 
 
 def truncated_division(a, b) -> np.ndarray:
@@ -60,6 +72,9 @@ def _div(r, args):
     a, b = args
     integer = _dtype(r, a).kind in "iu"
     if _known(a, b):
+        symbolic = _on_symbolic_shape("div", a, b)  # a shape's dims are integers (ONNX's int64 Div)
+        if symbolic is not None:
+            return [symbolic]
         _static_operands(r, "div", a, b)
         if not integer:
             return [np.divide(a, b)]

@@ -181,7 +181,7 @@ def _gather(r, args):
 def _expand(r, args):
     x, target = args[0], _ints(r.static(args[1], "Expand's shape"))
     shape = broadcast(_shape(x), tuple(target))
-    if _known(x):
+    if _known(x) and all(isinstance(d, int) for d in shape):
         r.allow(shape, np.asarray(x).dtype, "Expand")
         return [np.broadcast_to(x, shape).copy()]
     return [r.emit("broadcast_to", [x], {"shape": list(shape)})]
