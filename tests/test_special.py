@@ -89,8 +89,39 @@ def test_polynomials_match_torch(name, dtype):
     x = _RNG.choice(np.concatenate([_RNG.uniform(-1.5, 1.5, 40), [-1.0, 0.0, 0.5, 1.0]]), 400).astype(dtype)
     n = _RNG.choice(np.concatenate([np.arange(-2, 15), [2.5, -0.5, 7.9]]), 400).astype(dtype)
     got = getattr(gc.special, name)(gc.tensor(x), gc.tensor(n)).numpy()
-    assert_matches(got, getattr(torch.special, name)(torch.from_numpy(x), torch.from_numpy(n)), dtype,
-                   (1e-4, 1e-6) if dtype is np.float32 else None)  # float32 recurrences: PyTorch's may fuse multiply-adds
+    want = getattr(torch.special, name)(torch.from_numpy(x), torch.from_numpy(n))
+    if dtype is np.float64:
+        assert_matches(got, want, dtype)
+        return
+    # float32: a degree-14 recurrence near one of its roots loses digits in any float32 evaluation
+    # (U_13(-0.9001417): float64 -0.0611430, PyTorch float32 -0.0611454, graphc -0.0611367), so a
+    # value is right when it is near PyTorch's float32 or within float32 evaluation's own error
+    # bound of the float64 truth (the larger of 4x PyTorch float32's error and the polynomial's bound)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    g, w = got.astype(np.float64), want.numpy().astype(np.float64)
+    truth = getattr(torch.special, name)(torch.from_numpy(x).double(), torch.from_numpy(n).double()).numpy()
+    bound = np.maximum(4 * np.abs(w - truth), _float32_evaluation_bound(name, x, np.trunc(n), truth))
+    with np.errstate(invalid="ignore"):  # inf - inf
+        near = (np.isnan(g) & np.isnan(w)) | (g == w) | (np.abs(g - w) <= 1e-4 * np.abs(w) + 1e-6 * np.maximum(1, np.abs(w)))
+        same = near | (np.abs(g - truth) <= bound)
+    assert same.all(), list(zip(x[~same][:5], n[~same][:5], g[~same][:5], w[~same][:5], truth[~same][:5]))
+
+
+def _float32_evaluation_bound(name, x, n, truth):
+    """Forward error of evaluating a degree-n polynomial in float32: (n+1)^2 eps |P| for the
+    well-conditioned recurrences; for Hermite, whose terms dwarf the value, the textbook bound
+    2(n+1) eps sum|a_k||x|^k over the power-basis coefficients."""
+    eps = float(np.finfo(np.float32).eps)
+    degree = np.abs(n) + 1
+    if not name.startswith("hermite"):
+        return degree ** 2 * eps * np.maximum(1, np.abs(truth))
+    from numpy.polynomial import hermite, hermite_e, polynomial
+    to_power = hermite.herm2poly if name == "hermite_polynomial_h" else hermite_e.herme2poly
+    size = np.ones_like(truth)
+    for k in np.unique(n[n >= 0]):
+        at = n == k
+        size[at] = polynomial.polyval(np.abs(x[at].astype(np.float64)), np.abs(to_power(np.eye(int(k) + 1)[-1])))
+    return 2 * degree * eps * size
 
 
 def test_python_number_arguments_match_torch():
