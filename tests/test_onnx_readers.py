@@ -85,6 +85,17 @@ CASES = [
     ("reduce_mean_input", "ReduceMean", (2, 3, 4), [i64(-1)], {"keepdims": 0}, 18),
     ("reduce_sum", "ReduceSum", (2, 3, 4), [i64(1, 2)], {}, 17),
     ("reduce_max", "ReduceMax", (2, 3, 4), [], {"axes": [2], "keepdims": 0}, 17),
+    ("reduce_min", "ReduceMin", (2, 3, 4), [i64(1, -1)], {}, 18),
+    ("reduce_prod", "ReduceProd", (2, 3, 4), [i64(2)], {"keepdims": 0}, 18),
+    ("reduce_l1", "ReduceL1", (2, 3, 4), [], {"axes": [1]}, 17),
+    ("reduce_l2", "ReduceL2", (2, 3, 4), [i64(2)], {}, 18),
+    ("reduce_sum_square", "ReduceSumSquare", (2, 3, 4), [i64(1)], {"keepdims": 0}, 18),
+    ("reduce_log_sum_exp", "ReduceLogSumExp", (2, 3, 4), [i64(-1)], {}, 18),
+    ("reduce_log_sum", "ReduceLogSum", (2, 3, 4), [i64(1)], {}, 18),  # NaN where a sum is negative, on both sides
+    ("argmin_last", "ArgMin", (2, 5), [], {"axis": -1, "select_last_index": 1}, 17),
+    ("cumsum_reverse_exclusive", "CumSum", (2, 5), [np.array(1, np.int64)], {"reverse": 1, "exclusive": 1}, 17),
+    ("cumprod", "CumProd", (2, 5), [np.array(-1, np.int64)], {}, 26),
+    ("hardmax", "Hardmax", (2, 5), [], {"axis": 1}, 17),
     ("flatten", "Flatten", (2, 3, 4), [], {}, 17),
     ("flatten_axis2", "Flatten", (2, 3, 4), [], {"axis": 2}, 17),
     ("reshape", "Reshape", (2, 3, 4), [i64(0, -1)], {}, 17),
@@ -179,6 +190,8 @@ def test_every_reader_has_a_case():
     control |= set(VISION_READERS)
     from graphc.onnx.grid_readers import GRID_READERS  # tests/test_onnx_grid_scatter_import.py
     control |= set(GRID_READERS)
+    from graphc.onnx.math_readers import MATH_READERS  # tests/test_onnx_math_import.py
+    control |= set(MATH_READERS) | {"TopK"}  # TopK's two outputs: onnx's backend cases (test_onnx_backend_suite.py)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

@@ -26,12 +26,24 @@ from ..ir.graph import Value
 class _ReaderTrace(Tracer):
     """A trace that records into the graph reader's graph, with the ONNX node's location."""
 
+    # an example batch size for the symbolic dims' SymInts; a composite that uses it as a plain
+    # number (fix_size) is refused, so no imported plan holds at one batch size only
+    EXAMPLE_BATCH = 2
+
     def __init__(self, reader):
         super().__init__(reader.where)
         self.graph, self.builder, self.reader = reader.graph, reader.builder, reader
+        self.batch_size = self.EXAMPLE_BATCH
 
     def current_meta(self) -> dict:
         return dict(self.reader.meta)
+
+    def fix_size(self, dim) -> None:
+        raise self.reader.error(f"this op's graphc function needs the symbolic dim {dim} as a number; graphc "
+                                "keeps it symbolic in imported plans (export with a static shape)")
+
+    def fix_batch(self) -> None:
+        self.fix_size("N")
 
 
 class _Composer:

@@ -14,13 +14,14 @@ from .shape_readers import _known, _shape
 
 
 def _mod(r, args):
-    """``fmod=0``: the remainder takes the divisor's sign (Python's ``%``, integers only in
-    ONNX); ``fmod=1``: the dividend's (C's ``fmod``). Built as ``a - q * b`` with ``q`` the
-    quotient rounded down or toward zero."""
+    """``fmod=0``: the remainder takes the divisor's sign (Python's ``%``; onnx's spec asks for
+    fmod=1 on floats, but its reference and backend cases take floats with fmod=0 as numpy's
+    ``mod``: graphc's ``remainder``); ``fmod=1``: the dividend's (C's ``fmod``). Integers are
+    built as ``a - q * b`` with ``q`` the quotient rounded down or toward zero."""
     a, b = args
     fmod = bool(r.attrs().get("fmod", 0))
-    if not fmod and (_dtype(r, a).kind == "f" or _dtype(r, b).kind == "f"):
-        raise r.error("Mod of floats with fmod=0; ONNX requires fmod=1 for floating-point inputs")
+    if not fmod and (_dtype(r, a).kind == "f" or _dtype(r, b).kind == "f") and not _known(a, b):
+        return [r.emit("remainder", [a, b])]  # floats with fmod=0: numpy's mod, as onnx's reference
     if _known(a, b):
         _static_operands(r, "mod", a, b)
         if _dtype(r, b).kind in "iu" and np.any(np.asarray(b) == 0):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .elementwise_readers import scalar
 from .conv_readers import _as_2d, _same_pads
-from .shape_readers import _rank, _shape
+from .shape_readers import _known, _rank, _shape
 
 
 def _as_image(r, x):
@@ -155,7 +155,12 @@ def _selu(r, args):
 
 
 def _prelu(r, args):
+    """Before opset 7 a 1-D slope of one value per channel applies along dim 1 (PyTorch's
+    PReLU as its early exporter wrote it); from 7 on the slope broadcasts numpy's way."""
     x, slope = args
+    if r.version < 7 and len(_shape(slope)) == 1 and len(_shape(x)) > 2 and _shape(slope)[0] == _shape(x)[1] != 1:
+        channels = [_shape(x)[1]] + [1] * (len(_shape(x)) - 2)
+        slope = np.reshape(slope, channels) if _known(slope) else r.emit("reshape", [slope], {"shape": channels})
     return [r.emit("where", [r.emit("lt", [x, scalar(r, x, 0.0)]), r.emit("mul", [x, slope]), x])]
 
 
