@@ -233,12 +233,15 @@ def test_node_input_used_before_it_is_defined_is_refused(tmp_path):
 
 
 # ---- Conv and pooling forms graphc cannot run --------------------------------------------------
-def test_asymmetric_conv_pads_are_refused_naming_the_node(tmp_path):
-    weight = numpy_helper.from_array(np.zeros((2, 1, 3, 3), np.float32), "w")
+def test_asymmetric_conv_pads_import(tmp_path):
+    """Refused before issue 35; the input is padded first (tests/test_onnx_pool_import.py
+    compares such convolutions with onnxruntime)."""
+    weight = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv_asym", pads=[0, 0, 1, 1])
-    path = write(tmp_path / "m.onnx", make_model([node], [weight], inputs=image_input()))
-    message = refused(path, r"asymmetric padding \[0, 0, 1, 1\]")
-    assert "conv_asym (Conv)" in message
+    plan = gc.load(write(tmp_path / "m.onnx", make_model([node], [weight], inputs=image_input())))
+    out = plan(np.ones((2, 1, 8, 8), np.float32))
+    assert out.shape == (2, 2, 7, 7)  # 8 + 1 - 3 + 1 per dim
+    assert out[0, 0, 0, 0] == 9 and out[0, 0, -1, -1] == 4  # the last window holds 2x2 real cells
 
 
 def test_maxpool_ceil_mode_that_changes_the_output_size_imports(tmp_path):

@@ -1,11 +1,17 @@
 """Readers of ONNX's convolution and pooling ops (see ``readers`` for the contract): Conv 1-D
-and 2-D (a 1-D one as a height-1 image), MaxPool/AveragePool and the global pools."""
+and 2-D with the same padding on both sides as graphc's conv2d (a 1-D one as a height-1
+image); 3-D and asymmetrically padded ones as F.conv1d/2d/3d after an explicit F.pad;
+MaxPool/AveragePool and the global pools."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+import graphc as gc  # the torch namespace: its functions are the composites read here (composite.py)
+
+from .composite import composing
+from .pool_readers import window_pads
 from .shape_readers import _known, _rank, _shape
 
 
@@ -54,8 +60,8 @@ def _as_2d(attrs: dict) -> dict:
 def _conv(r, args):
     x, w, bias = (list(args) + [None])[:3]
     attrs = r.attrs()
-    if _rank(x) not in (3, 4):
-        raise r.error(f"Conv on a rank-{_rank(x)} input; graphc imports 1-D and 2-D convolutions")
+    if _rank(x) not in (3, 4) or _asymmetric(r, attrs, x, w):
+        return [_general_conv(r, attrs, x, w, bias)]
     one_d = _rank(x) == 3
     if one_d:  # a 1-D convolution is a 2-D one over a height of 1
         n, c, length = _shape(x)
@@ -69,6 +75,42 @@ def _conv(r, args):
     if one_d:
         out = r.emit("reshape", [out], {"shape": [_shape(out)[0], _shape(out)[1], _shape(out)[3]]})
     return [out]
+
+
+def _conv_layout(r, attrs: dict, x, w) -> tuple:
+    rank = _rank(x) - 2
+    kernel = list(_shape(w)[2:])
+    strides = [int(v) for v in attrs.get("strides", [1] * rank)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * rank)]
+    spatial = list(_shape(x)[2:])
+    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID") and not all(isinstance(n, int) for n in spatial):
+        raise r.error(f"Conv with auto_pad={attrs['auto_pad']} over symbolic spatial dims {spatial}")
+    return window_pads(r, attrs, spatial, kernel, strides, dilations), strides, dilations
+
+
+def _asymmetric(r, attrs: dict, x, w) -> bool:
+    pads = _conv_layout(r, attrs, x, w)[0]
+    return pads[:len(pads) // 2] != pads[len(pads) // 2:]
+
+
+def _general_conv(r, attrs: dict, x, w, bias):
+    """A convolution of any rank (F.conv1d/2d/3d), padded first where the two sides of a dim
+    differ (SAME_UPPER/SAME_LOWER with an even kernel, or explicit pads)."""
+    rank = _rank(x) - 2
+    if rank not in (1, 2, 3):
+        raise r.error(f"Conv on a rank-{_rank(x)} input; graphc imports 1-D, 2-D and 3-D convolutions")
+    pads, strides, dilations = _conv_layout(r, attrs, x, w)
+    begin, end = pads[:rank], pads[rank:]
+    with composing(r) as t:
+        v = t(x)
+        if begin != end:
+            amounts = []
+            for b, e in zip(reversed(begin), reversed(end)):  # F.pad starts from the last dim
+                amounts += [b, e]
+            v, begin = gc.nn.functional.pad(v, amounts), [0] * rank
+        conv = getattr(gc.nn.functional, f"conv{rank}d")
+        out = conv(v, t(w), None if bias is None else t(bias), strides, begin, dilations, int(attrs.get("group", 1)))
+        return t.value(out)
 
 
 def _pool(op: str):

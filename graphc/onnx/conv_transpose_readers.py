@@ -1,4 +1,5 @@
-"""ONNX import of ConvTranspose (1-D and 2-D) as graphc's ``conv_transpose2d``.
+"""ONNX import of ConvTranspose: 1-D and 2-D as graphc's ``conv_transpose2d``, 3-D as
+``F.conv_transpose3d``.
 
 Every attribute is read: strides, dilations, group, kernel_shape (checked against the
 weight), output_padding, pads, output_shape and auto_pad. ONNX's output is the full transposed
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+import graphc as gc  # the torch namespace: its functions are the composites read here (composite.py)
+
+from .composite import composing
 from .shape_readers import _known, _rank, _shape
 
 
@@ -44,8 +48,9 @@ def _read_conv_transpose(r, args):
     x, w, bias = (list(args) + [None])[:3]
     attrs = r.attrs()
     rank = _rank(x)
-    if rank not in (3, 4):
-        raise r.error(f"ConvTranspose on a rank-{rank} input; graphc imports 1-D and 2-D transposed convolutions")
+    if rank not in (3, 4, 5):
+        raise r.error(f"ConvTranspose on a rank-{rank} input; graphc imports 1-D, 2-D and 3-D transposed "
+                      "convolutions")
     if not _known(w) and not all(isinstance(d, int) for d in _shape(w)):
         raise r.error("ConvTranspose needs a weight of known shape")
     dims = rank - 2
@@ -70,6 +75,9 @@ def _read_conv_transpose(r, args):
         padding.append(int(start))
         output_padding.append(int(max(q, 0)))
         trims.append(int(max(-q, 0)))
+    group = int(attrs.get("group", 1))
+    if dims == 3:
+        return [_conv_transpose3d(r, x, w, bias, strides, padding, output_padding, group, dilations, trims)]
     one_d = dims == 1
     if one_d:
         n, c, length = _shape(x)
@@ -77,7 +85,6 @@ def _read_conv_transpose(r, args):
         w = np.expand_dims(w, 2) if _known(w) else r.emit("reshape", [w], {"shape": [*_shape(w)[:2], 1, kernel[0]]})
         strides, dilations, padding, output_padding, trims = ([1, strides[0]], [1, dilations[0]], [0, padding[0]],
                                                               [0, output_padding[0]], [0, trims[0]])
-    group = int(attrs.get("group", 1))
     out = r.emit("conv_transpose2d", [x, w] + ([bias] if bias is not None else []),
                  {"stride": strides, "padding": padding, "output_padding": output_padding, "dilation": dilations,
                   "groups": group})
@@ -88,6 +95,16 @@ def _read_conv_transpose(r, args):
     if one_d:
         out = r.emit("reshape", [out], {"shape": [_shape(out)[0], _shape(out)[1], _shape(out)[3]]})
     return [out]
+
+
+def _conv_transpose3d(r, x, w, bias, strides, padding, output_padding, group, dilations, trims):
+    """The 3-D one as F.conv_transpose3d, then the end trims as a slice."""
+    with composing(r) as t:
+        out = gc.nn.functional.conv_transpose3d(t(x), t(w), None if bias is None else t(bias), strides, padding,
+                                                output_padding, group, dilations)
+        if any(trims):
+            out = out[(slice(None), slice(None), *(slice(0, size - trim) for size, trim in zip(out.shape[2:], trims)))]
+        return t.value(out)
 
 
 CONV_TRANSPOSE_READERS = {"ConvTranspose": _read_conv_transpose}

@@ -15,6 +15,7 @@ import numpy as np
 
 from .elementwise_readers import scalar
 from .conv_readers import _as_2d, _same_pads
+from .pool_readers import general_pool, needs_general_pool
 from .shape_readers import _known, _rank, _shape
 
 
@@ -186,8 +187,18 @@ def _thresholded_relu(r, args):
     return [r.emit("where", [r.emit("gt", [x, scalar(r, x, alpha)]), x, scalar(r, x, 0.0)])]
 
 
+def _pooling(kind: str, common):
+    """The 2-D kernels' reader where they pool as the reference does, pool_readers' otherwise."""
+    general = general_pool(kind)
+
+    def read(r, args):
+        return (general if needs_general_pool(r, r.attrs(), args[0], kind) else common)(r, args)
+    return read
+
+
 VISION_READERS = {
-    "MaxPool": _max_pool, "AveragePool": _avg_pool, "LpPool": _lp_pool, "GlobalLpPool": _global_lp_pool,
+    "MaxPool": _pooling("MaxPool", _max_pool), "AveragePool": _pooling("AveragePool", _avg_pool),
+    "LpPool": _pooling("LpPool", _lp_pool), "GlobalLpPool": _global_lp_pool,
     "MaxUnpool": _max_unpool, "LRN": _lrn, "PRelu": _prelu, "Elu": _elu, "Celu": _celu, "Selu": _selu,
     "Mish": _mish, "Softsign": _softsign, "Softplus": lambda r, args: [softplus(r, args[0])],
     "ThresholdedRelu": _thresholded_relu,
