@@ -15,6 +15,7 @@ import numpy as np
 from ..ir.graph import Value
 from ..ir.types import DType
 from .dtypes import DTYPES as _DTYPES, type_name
+from .quant_readers import low_precision_cast
 from .shape_readers import _known
 from .symbolic_shapes import symbolic_binary
 
@@ -213,9 +214,10 @@ def _cast(r, args):
     if known is None:
         raise r.error(f"Cast to {type_name(to)}, which graphc cannot hold")
     dtype = known.numpy
-    if known.is_low_precision and known not in (DType.float16, DType.bfloat16):
-        raise r.error(f"Cast to {type_name(to)} is not imported yet (its saturation and rounding rules)")
     x = args[0]
+    if known.is_low_precision and known not in (DType.float16, DType.bfloat16):  # float8/float4: onnx's rules
+        attrs = r.attrs()
+        return [low_precision_cast(r, x, known, bool(attrs.get("saturate", 1)), attrs.get("round_mode", "up"))]
     if _known(x):
         return [x if np.asarray(x).dtype == object else np.asarray(x).astype(dtype)]
     return [r.emit("cast", [x], {"dtype": DType.from_any(np.dtype(dtype)).name})]

@@ -29,6 +29,7 @@ from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
 from .math_readers import MATH_READERS
+from .quant_readers import QUANT_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
 from .resample_readers import RESAMPLE_READERS
@@ -51,6 +52,7 @@ for _table in (
     VISION_READERS,  # pooling, LRN, PRelu, Elu, Selu, ...
     GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
     MATH_READERS,  # trigonometry, Ceil, IsInf/IsNaN, Mean, Size, Swish, Shrink, Einsum, Det, windows
+    QUANT_READERS,  # QuantizeLinear, DequantizeLinear, QLinear*, *Integer, BitCast (tests/test_onnx_quant_import.py)
 ):
     NODE_READERS.update(_table)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..ir.types import DType
 from .elementwise_readers import _dtype, _static_operands
+from .quant_readers import low_precision_cast
 from .shape_readers import _known, _shape
 
 
@@ -53,8 +54,10 @@ def _logical(op: str):
 def _cast_like(r, args):
     x, like = args[:2]
     target = _dtype(r, like)
-    if DType.from_any(target).is_low_precision and DType.from_any(target) not in (DType.float16, DType.bfloat16):
-        raise r.error(f"CastLike to {target} is not imported yet (its saturation and rounding rules)")
+    to = DType.from_any(target)
+    if to.is_low_precision and to not in (DType.float16, DType.bfloat16):  # float8/float4: onnx's rules
+        attrs = r.attrs()
+        return [low_precision_cast(r, x, to, bool(attrs.get("saturate", 1)), attrs.get("round_mode", "up"))]
     if _known(x):
         return [x if np.asarray(x).dtype == object else np.asarray(x).astype(target)]
     if _dtype(r, x) == target:
