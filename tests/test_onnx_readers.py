@@ -179,6 +179,8 @@ def test_every_reader_has_a_case():
     control |= set(VISION_READERS)
     from graphc.onnx.grid_readers import GRID_READERS  # tests/test_onnx_grid_scatter_import.py
     control |= set(GRID_READERS)
+    from graphc.onnx.index_readers import INDEX_READERS  # tests/test_onnx_index_import.py
+    control |= set(INDEX_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

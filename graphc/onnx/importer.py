@@ -25,6 +25,7 @@ from .graph_reader import GraphReader, clean_name, default_opset
 from .specialize import ValueSpecializedPlan
 from .static_values import NeedsInputValues
 from .grid_readers import GRID_READERS
+from .index_readers import INDEX_READERS
 from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
@@ -49,6 +50,7 @@ for _table in (
     CONV_TRANSPOSE_READERS,  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
     VISION_READERS,  # pooling, LRN, PRelu, Elu, Selu, ...
     GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
+    INDEX_READERS,  # Gather*/Scatter*, OneHot, NonZero, Unique, Tile, Trilu, ... (tests/test_onnx_index_import.py)
 ):
     NODE_READERS.update(_table)
 
