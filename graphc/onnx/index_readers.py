@@ -4,8 +4,11 @@ TensorScatter, OneHot, ReverseSequence, and the data-dependent Compress, Unique,
 (``index_shapes`` has Tile, Trilu, EyeLike, CenterCropPad).
 
 Semantics are onnx's reference implementation's (``onnx.reference``): negative indices count
-from the end of their axis; ScatterND's duplicate indices with ``reduction="none"`` keep one
-update (which, as in ONNX, is unspecified). The N-D ops are read as a flat gather/scatter: the
+from the end of their axis (but a Gather from a known 2-D table stays shape_readers' embedding,
+which refuses them when run); ScatterND's duplicate indices with ``reduction="none"`` keep one
+update (which, as in ONNX, is unspecified). Unique with sorted=0 takes the first occurrences
+along its axis (of the flattened input without one), as ONNX and onnxruntime say; the reference
+reads them along axis 0 whatever the axis. The N-D ops are read as a flat gather/scatter: the
 indexed leading dims of the data are one axis, an index row is its row-major offset (the
 indexed dims must then be static). The ops whose output size depends on values (NonZero,
 Unique, Compress's condition) are computed at import from the values: ``r.static`` on a value
