@@ -194,6 +194,8 @@ def test_every_reader_has_a_case():
     control |= set(MATH_READERS) | {"TopK"}  # TopK's two outputs: onnx's backend cases (test_onnx_backend_suite.py)
     from graphc.onnx.quant_readers import QUANT_READERS  # tests/test_onnx_quant_import.py
     control |= set(QUANT_READERS)
+    from graphc.onnx.index_readers import INDEX_READERS  # tests/test_onnx_index_import.py
+    control |= set(INDEX_READERS)
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

@@ -20,30 +20,42 @@ import numpy as np
 
 from ..core.tensor import Tensor
 from ..core.tracer import Tracer, active
+from ..ir.errors import show
 from ..ir.graph import Value
+from ..ir.types import BATCH, TensorType, dim_symbols
+
+
+EXAMPLE_SIZE = 7  # what a symbolic dim reads as while composing; any use of it as a number is refused
 
 
 class _ReaderTrace(Tracer):
-    """A trace that records into the graph reader's graph, with the ONNX node's location."""
+    """A trace that records into the graph reader's graph, with the ONNX node's location.
 
-    # an example batch size for the symbolic dims' SymInts; a composite that uses it as a plain
-    # number (fix_size) is refused, so no imported plan holds at one batch size only
-    EXAMPLE_BATCH = 2
+    A symbolic dim (the batch ``N``, a named dynamic dim) is a ``SymInt`` here as in any trace,
+    so ``x.reshape(x.shape[0], -1)`` keeps it symbolic; an import has no example size to bake
+    in, so a function that uses one as a plain number (a comparison, ``range(n)``) is refused
+    (``fix_size``) rather than tied to a made-up size."""
 
     def __init__(self, reader):
         super().__init__(reader.where)
         self.graph, self.builder, self.reader = reader.graph, reader.builder, reader
-        self.batch_size = self.EXAMPLE_BATCH
+        self.batch_size = EXAMPLE_SIZE
 
     def current_meta(self) -> dict:
         return dict(self.reader.meta)
 
+    def example_shape(self, ttype: TensorType) -> tuple:
+        for d in ttype.shape:
+            for name in () if isinstance(d, int) else dim_symbols(d):
+                self.sizes.setdefault(name, EXAMPLE_SIZE)
+        return super().example_shape(ttype)
+
     def fix_size(self, dim) -> None:
-        raise self.reader.error(f"this op's graphc function needs the symbolic dim {dim} as a number; graphc "
-                                "keeps it symbolic in imported plans (export with a static shape)")
+        raise self.reader.error(f"{show(self.reader.node.op_type)} would use the symbolic dim {dim} as a number; "
+                                "graphc imports it for static sizes of that dim only")
 
     def fix_batch(self) -> None:
-        self.fix_size("N")
+        self.fix_size(BATCH)
 
 
 class _Composer:

@@ -25,6 +25,7 @@ from .graph_reader import GraphReader, clean_name, default_opset
 from .specialize import ValueSpecializedPlan
 from .static_values import NeedsInputValues
 from .grid_readers import GRID_READERS
+from .index_readers import INDEX_READERS
 from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
@@ -53,6 +54,7 @@ for _table in (
     GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
     MATH_READERS,  # trigonometry, Ceil, IsInf/IsNaN, Mean, Size, Swish, Shrink, Einsum, Det, windows
     QUANT_READERS,  # QuantizeLinear, DequantizeLinear, QLinear*, *Integer, BitCast (tests/test_onnx_quant_import.py)
+    INDEX_READERS,  # Gather*/Scatter*, OneHot, NonZero, Unique, Tile, Trilu, ... (tests/test_onnx_index_import.py)
 ):
     NODE_READERS.update(_table)
 

@@ -195,8 +195,12 @@ def _split_sizes(r, args, dim) -> list:
     if sizes is None:
         parts = int(attrs.get("num_outputs", len(r.node.output)))
         size = dim_div(dim, parts)
-        if size is None:
-            raise r.error(f"Split of a dim of {dim} into {parts} equal parts")
+        if size is None:  # onnx's reference: parts of ceil(dim / parts), the last one smaller
+            size = -(-dim // parts) if isinstance(dim, int) and parts > 0 else 0
+            if size == 0 or dim - size * (parts - 1) <= 0:
+                raise r.error(f"Split of a dim of {dim} into {parts} parts (equal ones, or ceil-sized ones and "
+                              "a smaller last one)")
+            return [size] * (parts - 1) + [dim - size * (parts - 1)]
         sizes = [size] * parts
     return list(sizes)
 
