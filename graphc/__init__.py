@@ -14,8 +14,13 @@ from .ir.types import DType
 
 float32, float64, int64, bool_, float16 = DType.float32, DType.float64, DType.int64, DType.bool, DType.float16
 uint8 = DType.uint8
+int8, int16, int32, uint16, uint32, uint64 = DType.int8, DType.int16, DType.int32, DType.uint16, DType.uint32, DType.uint64
+bfloat16 = DType.bfloat16  # bfloat16 and the float8 types hold ml_dtypes' arrays (the ml_dtypes extra)
+float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz = (DType.float8_e4m3fn, DType.float8_e4m3fnuz,
+                                                                DType.float8_e5m2, DType.float8_e5m2fnuz)
 # PyTorch's aliases (torch.float ...); left out of __all__ so `from graphc import *` keeps the builtin float
 float, double, long, half = float32, float64, int64, float16  # noqa: A001
+int, short = int32, int16  # noqa: A001  (torch.int is int32)
 complex64, complex128 = DType.complex64, DType.complex128
 cfloat, cdouble = complex64, complex128  # PyTorch's aliases
 
@@ -33,6 +38,7 @@ from .ops import functions_nn as _functions_nn  # noqa: E402,F401  (F.gelu, gc.l
 from .ops import functions_conv as _functions_conv  # noqa: E402,F401  (F.conv_transpose2d, F.fold, ...)
 from .ops import functions_conv3d as _functions_conv3d  # noqa: E402,F401  (F.conv3d, F.conv_transpose3d)
 from .ops import functions_math as _functions_math  # noqa: E402,F401  (gc.tan, gc.atan2, Tensor.fmod_, ...)
+from .ops import functions_bitwise as _functions_bitwise  # noqa: E402,F401  (gc.bitwise_and, Tensor.__and__, ...)
 from .ops import functions_special as _functions_special  # noqa: E402,F401  (gc.lgamma, Tensor.erfinv, ...)
 from .core import inplace as _inplace  # noqa: E402,F401
 from .ops import reductions as _reductions, shaping as _shaping  # noqa: E402,F401

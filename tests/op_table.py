@@ -852,13 +852,15 @@ def build_table() -> dict[str, OpInfo]:
     from op_table_cumulative import cumulative_table
     from op_table_float_steps import float_steps_table
     from op_table_fft import fft_table
+    from op_table_bitwise import bitwise_table
 
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
                   nn_table, backward_table, fused_table, _shape_table, loss_table, _collective_table,
                   _custom_table, control_table, _random_table, attention_table, recurrent_cell_table,
                   conv_transpose_table, vision_table, vision_backward_table, scatter_table, math_table,
-                  special_table, linalg_table, sort_table, cumulative_table, float_steps_table, fft_table):
+                  special_table, linalg_table, sort_table, cumulative_table, float_steps_table, fft_table,
+                  bitwise_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
             info.internal = build in (backward_table, fused_table, attention_table, recurrent_cell_table,

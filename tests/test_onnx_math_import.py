@@ -117,3 +117,19 @@ def test_unequal_swiglu_shapes_are_refused_by_name():
     model = _model("SwiGLU", [("a", TensorProto.FLOAT, [2, 4]), ("b", TensorProto.FLOAT, [1, 4])], opset=28)
     with pytest.raises(gc.GraphcError, match="SwiGLU of shapes"):
         import_model(model)
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_bit_shift_of_unsigned_integers_past_the_width(direction):
+    x = np.array([[1, 200, 255, 16]], np.uint8)
+    amounts = np.array([[7, 1, 8, 2]], np.uint8)
+    _check(_model("BitShift", [("x", TensorProto.UINT8, ["N", 4]), ("s", TensorProto.UINT8, ["N", 4])],
+                  {"direction": direction}, opset=11, out_type=TensorProto.UINT8), x, amounts)
+
+
+@pytest.mark.parametrize("op", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
+def test_bitwise_ops_broadcast_signed_integers(op):
+    a = _RNG.integers(-2**31, 2**31 - 1, (3, 4)).astype(np.int32)
+    b = _RNG.integers(-2**31, 2**31 - 1, (4,)).astype(np.int32)
+    _check(_model(op, [("a", TensorProto.INT32, ["N", 4]), ("b", TensorProto.INT32, [4])], opset=18,
+                  out_type=TensorProto.INT32), a, b)

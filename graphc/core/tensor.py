@@ -363,7 +363,7 @@ class Tensor:
     def __le__(self, o): return apply("le", [self, o])
     def __gt__(self, o): return apply("gt", [self, o])
     def __ge__(self, o): return apply("ge", [self, o])
-    def __invert__(self): return apply("logical_not", [self])
+    def __invert__(self): return apply("bitwise_not", [self])  # logical not of bools, as PyTorch
 
     # exp, log, relu, clamp, eq, sum, max, reshape, split, normal_, ... are declared once in
     # graphc/ops/ (functions.py, reductions.py, shaping.py) and core/inplace.py (graphc.ops.surface installs them).

@@ -1,6 +1,6 @@
 """Readers of ONNX's remaining math ops (see ``readers`` for the contract): the trigonometric
-and hyperbolic family, Ceil, IsNaN/IsInf, Mean, Size, Swish/SwiGLU, Shrink, Einsum, Det and
-the window functions (Hann, Hamming, Blackman).
+and hyperbolic family, Ceil, IsNaN/IsInf, Mean, Size, Swish/SwiGLU, Shrink, Einsum, Det, the
+window functions (Hann, Hamming, Blackman), BitShift and the Bitwise ops.
 
 Semantics are onnx's reference implementation's: ``IsInf`` honours ``detect_negative`` and
 ``detect_positive``; ``Mean`` is the sum divided by the input count in the inputs' type;
@@ -102,6 +102,27 @@ def _det(r, args):
         return [t.value(gc.linalg.det(t(args[0])))]
 
 
+def _bitwise(op: str):
+    def read(r, args):
+        if _known(*args):
+            fn = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+                  "bitwise_not": np.invert}[op]
+            return [fn(*args)]
+        return [r.emit(op, args)]
+    return read
+
+
+def _bit_shift(r, args):
+    """ONNX's BitShift takes unsigned integers; a shift by the width or more gives 0, as numpy's."""
+    direction = r.attrs().get("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise r.error(f"BitShift with direction={direction!r}; ONNX's are LEFT and RIGHT")
+    op = "bitwise_left_shift" if direction == "LEFT" else "bitwise_right_shift"
+    if _known(*args):
+        return [(np.left_shift if direction == "LEFT" else np.right_shift)(*args)]
+    return [r.emit(op, args)]
+
+
 def _window(kind: str):
     def read(r, args):
         attrs = r.attrs()
@@ -131,5 +152,6 @@ MATH_READERS = {
                                          ("Ceil", "ceil"), ("IsNaN", "isnan"))},
     "IsInf": _is_inf, "Mean": _mean, "Size": _size, "Swish": _swish, "SwiGLU": _swiglu, "Shrink": _shrink,
     "Einsum": _einsum, "Det": _det, "HannWindow": _window("HannWindow"), "HammingWindow": _window("HammingWindow"),
-    "BlackmanWindow": _window("BlackmanWindow"),
+    "BlackmanWindow": _window("BlackmanWindow"), "BitShift": _bit_shift, "BitwiseAnd": _bitwise("bitwise_and"),
+    "BitwiseOr": _bitwise("bitwise_or"), "BitwiseXor": _bitwise("bitwise_xor"), "BitwiseNot": _bitwise("bitwise_not"),
 }

@@ -44,6 +44,12 @@ def take_along(r, x, axis, idx):
 
 def _pad(r, args):
     mode = r.attrs().get("mode", "constant")
+    if r.version < 11:  # pads (opset 1: paddings) and the fill value were attributes
+        attrs = r.attrs()
+        pads = attrs.get("pads", attrs.get("paddings"))
+        dtype = np.asarray(args[0]).dtype if _known(args[0]) else np.dtype(args[0].type.dtype.numpy)
+        args = [args[0], None if pads is None else np.asarray(pads, np.int64),
+                np.asarray(attrs.get("value", 0.0), dtype)]
     if mode == "constant":
         return _constant_pad(r, args)
     if mode not in _PAD_MODES:

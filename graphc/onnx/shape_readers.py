@@ -142,6 +142,11 @@ def _squeeze(r, args):
 
 
 def _slice(r, args):
+    if r.version < 10:  # starts, ends and axes were attributes
+        attrs = r.attrs()
+        axes = attrs.get("axes")
+        args = [args[0], np.asarray(attrs["starts"], np.int64), np.asarray(attrs["ends"], np.int64),
+                None if axes is None else np.asarray(axes, np.int64)]
     x, shape = args[0], _shape(args[0])
     starts, ends = _ints(r.static(args[1], "Slice's starts")), _ints(r.static(args[2], "Slice's ends"))
     axes = _axes(r, args, 3, {}, len(shape)) or list(range(len(starts)))
@@ -222,12 +227,20 @@ def _split(r, args):
 
 
 def _range(r, args):
-    start, limit, delta = (r.static(a, "Range's bounds") for a in args)
+    # onnx's spec asks for scalars; its reference (and its own function expansions) pass 1-element arrays too
+    start, limit, delta = (_scalar(r, r.static(a, "Range's bounds"), "Range's bounds") for a in args)
     dtype = np.result_type(start, limit, delta)
     if float(delta) == 0:
         raise r.error("Range with a step of 0")
     r.allow([max(0, math.ceil((float(limit) - float(start)) / float(delta)))], dtype, "Range")
     return [np.arange(start, limit, delta, dtype=dtype)]
+
+
+def _scalar(r, value, what: str) -> np.ndarray:
+    value = np.asarray(value)
+    if value.size != 1:
+        raise r.error(f"{what} must be scalars, got shape {list(value.shape)}")
+    return value.reshape(())
 
 
 SHAPE_READERS = {
