@@ -18,9 +18,11 @@ import contextlib
 
 import numpy as np
 
+from ..core.symint import SymInt
 from ..core.tensor import Tensor
 from ..core.tracer import Tracer, active
 from ..ir.graph import Value
+from ..ir.types import bind_dim, dim_symbols
 
 
 class _ReaderTrace(Tracer):
@@ -32,6 +34,20 @@ class _ReaderTrace(Tracer):
 
     def current_meta(self) -> dict:
         return dict(self.reader.meta)
+
+    def example_shape(self, ttype) -> tuple:
+        """``.shape`` of a traced value: a symbolic dim (the batch "N", any dim_param) is a
+        ``SymInt`` of example size 1, which reshapes and ``ndim`` use symbolically; any use of it
+        as a number is refused (``fix_size``): an imported plan holds for every size."""
+        return tuple(d if isinstance(d, int) else SymInt(bind_dim(d, {n: 1 for n in dim_symbols(d)}), d, self)
+                     for d in ttype.shape)
+
+    def fix_size(self, dim) -> None:
+        raise self.reader.error(f"reading this op uses the symbolic dim {dim!r} as a number; graphc keeps it "
+                                "symbolic in an imported plan")
+
+    def fix_batch(self) -> None:
+        self.fix_size("N")
 
 
 class _Composer:
