@@ -28,6 +28,7 @@ from .grid_readers import GRID_READERS
 from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
+from .loss_readers import LOSS_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
 from .resample_readers import RESAMPLE_READERS
@@ -49,6 +50,7 @@ for _table in (
     CONV_TRANSPOSE_READERS,  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
     VISION_READERS,  # pooling, LRN, PRelu, Elu, Selu, ...
     GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
+    LOSS_READERS,  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (tests/test_onnx_losses_import.py)
 ):
     NODE_READERS.update(_table)
 
