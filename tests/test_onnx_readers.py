@@ -179,6 +179,9 @@ def test_every_reader_has_a_case():
     control |= set(VISION_READERS)
     from graphc.onnx.grid_readers import GRID_READERS  # tests/test_onnx_grid_scatter_import.py
     control |= set(GRID_READERS)
+    from graphc.onnx.loss_readers import LOSS_READERS  # tests/test_onnx_losses_import.py, with these norms
+    control |= set(LOSS_READERS) | {"RMSNormalization", "GroupNormalization", "LpNormalization",
+                                    "MeanVarianceNormalization", "RotaryEmbedding"}
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 
