@@ -196,6 +196,9 @@ def test_every_reader_has_a_case():
     control |= set(QUANT_READERS)
     from graphc.onnx.index_readers import INDEX_READERS  # tests/test_onnx_index_import.py
     control |= set(INDEX_READERS)
+    from graphc.onnx.loss_readers import LOSS_READERS  # tests/test_onnx_losses_import.py, with these norms
+    control |= set(LOSS_READERS) | {"RMSNormalization", "GroupNormalization", "LpNormalization",
+                                    "MeanVarianceNormalization", "RotaryEmbedding"}
     assert set(NODE_READERS) - covered - shape_chain - control == set()
 
 

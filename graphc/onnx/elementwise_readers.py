@@ -12,8 +12,10 @@ import math
 
 import numpy as np
 
+import graphc as gc  # ones_like for Dropout's mask (composite.py)
 from ..ir.graph import Value
 from ..ir.types import DType
+from .composite import composing
 from .dtypes import DTYPES as _DTYPES, type_name
 from .quant_readers import low_precision_cast
 from .shape_readers import _known
@@ -142,9 +144,18 @@ def _identity(r, args):
 
 
 def _dropout(r, args):
+    """The identity, and its mask all True (what onnx's reference gives out of training, or with
+    ratio 0); the mask is bool from Dropout-10 on, graphc reads no earlier mask."""
     if len(args) > 2 and args[2] is not None and bool(np.asarray(r.static(args[2], "training_mode"))):
-        raise r.error("Dropout in training mode: an imported model is an inference plan")
-    return [args[0]]
+        ratio = 0.5 if len(args) < 2 or args[1] is None else float(np.asarray(r.static(args[1], "ratio")))
+        if ratio != 0.0:
+            raise r.error("Dropout in training mode: an imported model is an inference plan")
+    if len([name for name in r.node.output if name]) < 2:
+        return [args[0]]
+    if r.version < 10:
+        raise r.error(f"Dropout-{r.version}'s mask output (of the input's type, before Dropout-10's bool mask)")
+    with composing(r) as t:
+        return [args[0], t.value(gc.ones_like(t(args[0]), dtype="bool"))]
 
 
 def scalar(r, x, value) -> np.ndarray:

@@ -31,6 +31,7 @@ from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
 from .math_readers import MATH_READERS
 from .quant_readers import QUANT_READERS
+from .loss_readers import LOSS_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
 from .resample_readers import RESAMPLE_READERS
@@ -55,6 +56,7 @@ for _table in (
     MATH_READERS,  # trigonometry, Ceil, IsInf/IsNaN, Mean, Size, Swish, Shrink, Einsum, Det, windows
     QUANT_READERS,  # QuantizeLinear, DequantizeLinear, QLinear*, *Integer, BitCast (tests/test_onnx_quant_import.py)
     INDEX_READERS,  # Gather*/Scatter*, OneHot, NonZero, Unique, Tile, Trilu, ... (tests/test_onnx_index_import.py)
+    LOSS_READERS,  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (tests/test_onnx_losses_import.py)
 ):
     NODE_READERS.update(_table)
 
