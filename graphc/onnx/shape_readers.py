@@ -229,11 +229,25 @@ def _split(r, args):
 def _range(r, args):
     # onnx's spec asks for scalars; its reference (and its own function expansions) pass 1-element arrays too
     start, limit, delta = (_scalar(r, r.static(a, "Range's bounds"), "Range's bounds") for a in args)
+    if any(v.dtype == object for v in (start, limit, delta)):
+        return [_symbolic_range(r, start, limit, delta)]
     dtype = np.result_type(start, limit, delta)
     if float(delta) == 0:
         raise r.error("Range with a step of 0")
     r.allow([max(0, math.ceil((float(limit) - float(start)) / float(delta)))], dtype, "Range")
     return [np.arange(start, limit, delta, dtype=dtype)]
+
+
+def _symbolic_range(r, start, limit, delta) -> Value:
+    """``Range(0, N, 1)`` with the batch dim (or ``N*k``) as its limit: the dynamo exporter's
+    index arithmetic for ``as_strided`` (a flatten after a pool). A run-time iota of that length,
+    the running sum of ones minus one; other symbolic bounds are refused."""
+    if start.dtype == object or delta.dtype == object or int(start) != 0 or int(delta) != 1:
+        raise r.error(f"Range({start}, {limit}, {delta}) over a symbolic dim; graphc imports Range(0, N, 1)")
+    dtype = DType.from_any(np.result_type(start, delta))  # the static bounds' type (the limit is a dim)
+    ones = r.emit("full", [], {"shape": [limit.item()], "value": 1.0, "dtype": dtype.name})
+    running = r.emit("cumulative", [ones], {"kind": "sum", "dim": 0, "reverse": False})
+    return r.emit("sub", [running, np.asarray(1, dtype.numpy)])
 
 
 def _scalar(r, value, what: str) -> np.ndarray:
