@@ -2,7 +2,7 @@
 checks each refusal against its pattern). Written by tests/record_onnx_refusals.py from a run of
 tests/onnx_backend_run.py; edit by rerunning it, not by hand."""
 
-PASS_FLOOR = 1796  # cases that pass (of 2024)
+PASS_FLOOR = 1825  # cases that pass (of 2024)
 
 # reason -> (the pattern graphc's message matches, the cases)
 REFUSALS = {
@@ -62,41 +62,6 @@ REFUSALS = {
             'test_sequence_map_identity_1_sequence_expanded',
             'test_sequence_map_identity_2_sequences',
             'test_sequence_map_identity_2_sequences_expanded',
-        ]),
-    'no reader for ONNX op LinearAttention': (
-        "ONNX op 'LinearAttention'\\-\\d+ is not supported",
-        [
-            'test_linear_attention_decode_step',
-            'test_linear_attention_delta',
-            'test_linear_attention_explicit_scale',
-            'test_linear_attention_fp16',
-            'test_linear_attention_gated',
-            'test_linear_attention_gated_delta',
-            'test_linear_attention_gated_delta_beta_scalar',
-            'test_linear_attention_gated_delta_gqa',
-            'test_linear_attention_gated_delta_mqa',
-            'test_linear_attention_gated_per_head_decay',
-            'test_linear_attention_linear',
-            'test_linear_attention_linear_t1_no_past',
-            'test_linear_attention_no_past_explicit_zeros',
-            'test_linear_attention_prefill_with_past',
-        ]),
-    'no reader for ONNX op CausalConvWithState': (
-        "ONNX op 'CausalConvWithState'\\-\\d+ is not supported",
-        [
-            'test_causal_conv_with_state_b1_c1_degenerate',
-            'test_causal_conv_with_state_basic',
-            'test_causal_conv_with_state_decode_step',
-            'test_causal_conv_with_state_fp16',
-            'test_causal_conv_with_state_kernel_size_one',
-            'test_causal_conv_with_state_short_input_no_past_state',
-            'test_causal_conv_with_state_silu',
-            'test_causal_conv_with_state_silu_fp16',
-            'test_causal_conv_with_state_silu_with_past_state',
-            'test_causal_conv_with_state_swish_alias',
-            'test_causal_conv_with_state_with_bias',
-            'test_causal_conv_with_state_with_bias_and_past_state',
-            'test_causal_conv_with_state_with_past_state',
         ]),
     "op '…' of domain '…' is not supported (graphc imports the domains '…', '…', '…')": (
         "op '[^']*' of domain '[^']*' is not supported \\(graphc imports the domains '[^']*', '[^']*', '[^']*'\\)",
@@ -328,12 +293,6 @@ REFUSALS = {
         [
             'test_batchnorm_epsilon_training_mode',
             'test_batchnorm_example_training_mode',
-        ]),
-    'batch_norm expects a rank-# or # or # input, got f#[#,#,#,#,#] (rank #)': (
-        'batch_norm expects a rank\\-\\d+ or \\d+ or \\d+ input, got f\\d+\\[\\d+,\\d+,\\d+,\\d+,\\d+\\] \\(rank \\d+\\)',
-        [
-            'test_BatchNorm3d_eval',
-            'test_BatchNorm3d_momentum_eval',
         ]),
     'no reader for ONNX op Adagrad': (
         "ONNX op 'Adagrad'\\-\\d+ is not supported",

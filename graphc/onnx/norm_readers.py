@@ -25,6 +25,8 @@ Semantics decisions (onnx's reference is the rule; where it departs from the spe
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import graphc as gc  # the torch namespace: its functions are the composites read here (composite.py)
@@ -39,6 +41,13 @@ def _batch_norm(r, args):
     attrs = r.attrs()
     if attrs.get("training_mode", 0):
         raise r.error("BatchNormalization in training mode: an imported model is an inference plan")
+    x, shape = args[0], list(_shape(args[0]))
+    if len(shape) > 4:  # per channel: (N, C, D, H, W) normalizes as (N, C, D*H, W)
+        if not all(isinstance(d, int) for d in shape[2:]):
+            raise r.error(f"BatchNormalization over symbolic spatial dims {shape[2:]}")
+        flat = r.emit("reshape", [x], {"shape": [shape[0], shape[1], math.prod(shape[2:-1]), shape[-1]]})
+        out = r.emit("batch_norm", [flat, *args[1:5]], {"eps": float(attrs.get("epsilon", 1e-5))})
+        return [r.emit("reshape", [out], {"shape": shape})]
     return [r.emit("batch_norm", args[:5], {"eps": float(attrs.get("epsilon", 1e-5))})]
 
 
