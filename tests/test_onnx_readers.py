@@ -194,6 +194,8 @@ def test_every_reader_has_a_case():
     control |= set(MATH_READERS) | {"TopK"}  # TopK's two outputs: onnx's backend cases (test_onnx_backend_suite.py)
     from graphc.onnx.quant_readers import QUANT_READERS  # tests/test_onnx_quant_import.py
     control |= set(QUANT_READERS)
+    from graphc.onnx.state_readers import STATE_READERS  # tests/test_onnx_state_import.py
+    control |= set(STATE_READERS)
     from graphc.onnx.index_readers import INDEX_READERS  # tests/test_onnx_index_import.py
     control |= set(INDEX_READERS)
     from graphc.onnx.loss_readers import LOSS_READERS  # tests/test_onnx_losses_import.py, with these norms
