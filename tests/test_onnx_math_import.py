@@ -133,3 +133,27 @@ def test_bitwise_ops_broadcast_signed_integers(op):
     b = _RNG.integers(-2**31, 2**31 - 1, (4,)).astype(np.int32)
     _check(_model(op, [("a", TensorProto.INT32, ["N", 4]), ("b", TensorProto.INT32, [4])], opset=18,
                   out_type=TensorProto.INT32), a, b)
+
+
+@pytest.mark.parametrize("inverse,onesided,length", [(0, 0, 6), (0, 1, 9), (1, 0, 4), (1, 1, 10)])
+def test_dft_of_a_symbolic_batch_in_float64(inverse, onesided, length):
+    channels = 1 if onesided and not inverse else 2
+    x = _RNG.standard_normal((3, 7, 5, channels))
+    model = _model("DFT", [("x", TensorProto.DOUBLE, ["N", 7, 5, channels])],
+                   {"inverse": inverse, "onesided": onesided}, opset=20, out_type=TensorProto.DOUBLE)
+    n = helper.make_tensor("n", TensorProto.INT64, [], [length])
+    axis = helper.make_tensor("axis", TensorProto.INT64, [], [1])
+    model.graph.initializer.extend([n, axis])
+    model.graph.node[0].input.extend(["n", "axis"])
+    _check(model, x, rtol=1e-10)  # float64 FFTs of at most 10 points
+
+
+def test_stft_with_a_window_of_a_real_signal():
+    x = _RNG.standard_normal((2, 40, 1)).astype(np.float32)
+    window = np.hanning(8).astype(np.float32)
+    node = helper.make_node("STFT", ["x", "step", "w"], ["y0"], onesided=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 40, 1])],
+                              [helper.make_tensor_value_info("y0", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("step", TensorProto.INT64, [], [5]),
+                               helper.make_tensor("w", TensorProto.FLOAT, [8], window)])
+    _check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), x, rtol=1e-5)  # float32 8-point FFTs

@@ -105,3 +105,21 @@ def test_max_pool_indices_off_the_2d_path_are_refused_by_name():
     model.graph.node[0].output.append("indices")
     with pytest.raises(gc.GraphcError, match="MaxPool's Indices"):
         import_model(model)
+
+
+def test_col2im_with_uneven_pads_on_a_symbolic_batch():
+    """Against onnx's reference (onnxruntime has no CPU Col2Im here)."""
+    from onnx.reference import ReferenceEvaluator
+
+    image, block = np.array([5, 6], np.int64), np.array([2, 3], np.int64)
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], pads=[1, 0, 0, 2], strides=[2, 1],
+                            dilations=[1, 2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(image, "image"), numpy_helper.from_array(block, "block")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    plan = import_model(model)
+    for batch in (1, 3):
+        x = _RNG.standard_normal((batch, 12, 12)).astype(np.float32)
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        np.testing.assert_allclose(np.asarray(plan(x)), want, rtol=1e-6, atol=1e-6)  # sums of at most 6 cells

@@ -196,6 +196,8 @@ def test_every_reader_has_a_case():
     control |= set(QUANT_READERS)
     from graphc.onnx.state_readers import STATE_READERS  # tests/test_onnx_state_import.py
     control |= set(STATE_READERS)
+    from graphc.onnx.spectral_readers import SPECTRAL_READERS  # tests/test_onnx_math_import.py
+    control |= set(SPECTRAL_READERS)
     from graphc.onnx.index_readers import INDEX_READERS  # tests/test_onnx_index_import.py
     control |= set(INDEX_READERS)
     from graphc.onnx.loss_readers import LOSS_READERS  # tests/test_onnx_losses_import.py, with these norms

@@ -113,6 +113,24 @@ def _general_conv(r, attrs: dict, x, w, bias):
         return t.value(out)
 
 
+def _col2im(r, args):
+    """Col2Im of 2-D blocks as F.fold into the padded image, then the pads cropped (they may
+    differ at the two ends of a dim)."""
+    x, image, block = args[:3]
+    image = [int(v) for v in np.asarray(r.static(image, "Col2Im's image_shape")).reshape(-1)]
+    block = [int(v) for v in np.asarray(r.static(block, "Col2Im's block_shape")).reshape(-1)]
+    if len(image) != 2 or len(block) != 2:
+        raise r.error(f"Col2Im of {len(image)}-D blocks; graphc imports 2-D ones (F.fold)")
+    attrs = r.attrs()
+    pads = [int(v) for v in attrs.get("pads", [0] * 4)]
+    dilations = [int(v) for v in attrs.get("dilations", [1, 1])]
+    strides = [int(v) for v in attrs.get("strides", [1, 1])]
+    padded = [image[0] + pads[0] + pads[2], image[1] + pads[1] + pads[3]]
+    with composing(r) as t:
+        out = gc.nn.functional.fold(t(x), padded, block, dilations, 0, strides)
+        return [t.value(out[:, :, pads[0]:pads[0] + image[0], pads[1]:pads[1] + image[1]])]
+
+
 def _pool(op: str):
     def read(r, args):
         attrs = r.attrs()
@@ -141,5 +159,5 @@ def _global_max_pool(r, args):
     return [r.emit("max", args, {"dims": list(range(2, _rank(args[0]))), "keepdim": True})]
 
 
-CONV_READERS = {"Conv": _conv, "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
+CONV_READERS = {"Conv": _conv, "Col2Im": _col2im, "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
                 "GlobalAveragePool": _global_avg_pool, "GlobalMaxPool": _global_max_pool}
