@@ -167,6 +167,9 @@ CASES = [
     Case("argmax_int_ties", "ArgMax", [np.array([[3, 7, 7], [-1, -1, -2]], np.int64)], {"axis": -1}),
     Case("argmax_float64_keepdims0", "ArgMax", [X4], {"axis": -3, "keepdims": 0}),
     Case("argmax_0d", "ArgMax", [SCALAR64]),
+    Case("col2im_float64_strided", "Col2Im", [np.arange(8 * 10, dtype=np.float64).reshape(1, 8, 10) - 20,
+                                              i64(4, 5), i64(2, 2)], {"strides": [2, 1], "pads": [0, 1, 0, 0]},
+         opset=18, static=(1, 2)),
     # ---- the reductions read through graphc's functions: ONNX keeps integer types, empty axes give identities
     Case("reduce_min_uint8", "ReduceMin", [np.array([[3, 250], [7, 0]], np.uint8)], {"axes": [1]}),
     Case("reduce_min_bool", "ReduceMin", [BOOLS, i64(-1)], opset=20, static=(1,)),
