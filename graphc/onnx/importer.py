@@ -35,6 +35,7 @@ from .loss_readers import LOSS_READERS
 from .readers import READERS
 from .recurrent_import import RECURRENT_READERS
 from .resample_readers import RESAMPLE_READERS
+from .sequence_readers import SEQUENCE_READERS
 from .spectral_readers import SPECTRAL_READERS
 from .state_readers import STATE_READERS
 from .vision_readers import VISION_READERS
@@ -55,6 +56,7 @@ for _table in (
     CONV_TRANSPOSE_READERS,  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
     VISION_READERS,  # pooling, LRN, PRelu, Elu, Selu, ...
     GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
+    SEQUENCE_READERS,  # Sequence*, ConcatFromSequence, SplitToSequence (tests/test_onnx_sequence_import.py)
     SPECTRAL_READERS,  # DFT, STFT (tests/test_onnx_math_import.py)
     STATE_READERS,  # CausalConvWithState, LinearAttention (tests/test_onnx_state_import.py)
     MATH_READERS,  # trigonometry, Ceil, IsInf/IsNaN, Mean, Size, Swish, Shrink, Einsum, Det, windows
