@@ -199,7 +199,8 @@ def test_every_reader_has_a_case():
     from graphc.onnx.spectral_readers import SPECTRAL_READERS  # tests/test_onnx_math_import.py
     control |= set(SPECTRAL_READERS)
     from graphc.onnx.sequence_readers import SEQUENCE_READERS  # tests/test_onnx_sequence_import.py
-    control |= set(SEQUENCE_READERS) | {"Col2Im"}  # Col2Im: tests/test_onnx_pool_import.py, onnx_edge_cases
+    from graphc.onnx.ml_readers import ML_READERS  # tests/test_onnx_sequence_import.py
+    control |= set(SEQUENCE_READERS) | set(ML_READERS) | {"Col2Im"}  # Col2Im: tests/test_onnx_pool_import.py, onnx_edge_cases
     from graphc.onnx.index_readers import INDEX_READERS  # tests/test_onnx_index_import.py
     control |= set(INDEX_READERS)
     from graphc.onnx.loss_readers import LOSS_READERS  # tests/test_onnx_losses_import.py, with these norms

@@ -1,4 +1,5 @@
-"""Sequences inside an imported graph (graphc/onnx/sequence_readers.py) against onnx's reference:
+"""Sequences and optional values inside an imported graph (graphc/onnx/sequence_readers.py) and
+the ai.onnx.ml readers (ml_readers.py) against onnx's reference:
 built, edited and read back with known positions over a symbolic batch, split and concatenated
 again; and the refusals: a sequence as a graph output, a sequence given to a tensor op."""
 from __future__ import annotations
@@ -69,5 +70,39 @@ def test_a_sequence_output_is_refused_by_name():
 
 def test_a_sequence_given_to_a_tensor_op_is_refused_by_name():
     nodes = [helper.make_node("SequenceConstruct", ["a"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
-    with pytest.raises(gc.GraphcError, match="'Relu' is given a sequence"):
+    with pytest.raises(gc.GraphcError, match="'Relu' is given a sequence or an optional value"):
         import_model(_model(nodes, [("a", [2])]))
+
+
+def test_optional_values_are_known_while_importing():
+    nodes = [helper.make_node("Optional", ["a"], ["o"]), helper.make_node("OptionalHasElement", ["o"], ["has"]),
+             helper.make_node("OptionalGetElement", ["o"], ["y"]), helper.make_node("Optional", [], ["none"],
+                                                                              type=helper.make_tensor_type_proto(1, [2])),
+             helper.make_node("OptionalHasElement", ["none"], ["has_none"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2]),
+                               helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+                               helper.make_tensor_value_info("has_none", TensorProto.BOOL, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    a = _RNG.standard_normal((3, 2)).astype(np.float32)
+    y, has, has_none = import_model(model)(a)
+    # onnx's reference gives Optional(a) as the list [a] and OptionalGetElement returns that list
+    # (shape (1, 3, 2)); the spec, onnxruntime and graphc give a itself
+    ort = pytest.importorskip("onnxruntime")
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"a": a})
+    np.testing.assert_array_equal(np.asarray(y), want[0])
+    assert bool(has) is bool(want[1]) is True and bool(has_none) is bool(want[2]) is False
+
+
+def _ml_model(op, attrs, x_type, shape, extra=()):
+    node = helper.make_node(op, ["x", *(n for n, _ in extra)], ["y"], domain="ai.onnx.ml", **attrs)
+    inits = [helper.make_tensor(n, TensorProto.INT64, [len(v)], v) for n, v in extra]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", x_type, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 3)])
+
+
+def test_ml_binarizer_and_array_feature_extractor_on_a_symbolic_batch():
+    x = _RNG.standard_normal((4, 5)).astype(np.float32)
+    _check(_ml_model("Binarizer", {"threshold": 0.25}, TensorProto.FLOAT, ["N", 5]), x)
+    _check(_ml_model("ArrayFeatureExtractor", {}, TensorProto.FLOAT, ["N", 5], [("i", [4, 0, -1])]), x)

@@ -20,7 +20,7 @@ from ..ir.types import BATCH, DType, TensorType, is_symbol
 from .dtypes import DTYPES as _DTYPES, TYPED_FIELDS, stored_count, type_name
 from .export import onnx_module
 from .external import ExternalData
-from .sequence_readers import SEQUENCE_READERS, TensorSequence
+from .sequence_readers import IMPORT_TIME_VALUES, SEQUENCE_READERS
 from .static_values import evaluate
 from .versions import READ_DOMAINS, check_version, domain_opsets, reader_key
 
@@ -79,7 +79,7 @@ def _as_known(x):
     """A reader's output in one of two forms: a graph Value, or a numpy array. A shape holding
     the batch dim is an object array of ints and ``"N"`` (never numpy's fixed-width strings,
     which would turn the ints it is concatenated with into strings too); one without is int64."""
-    if isinstance(x, (Value, TensorSequence)):
+    if isinstance(x, (Value, *IMPORT_TIME_VALUES)):
         return x
     array = np.asarray(x)
     if array.dtype.kind == "U":
@@ -152,9 +152,10 @@ class GraphReader:
         for info in onnx_graph.output:
             if info.name not in self.env:
                 raise GraphcError(f"{self.where}: graph output {show(info.name)} is not computed by any node")
-            if isinstance(self.env[info.name], TensorSequence):
-                raise GraphcError(f"{self.where}: graph output {show(info.name)} is a sequence; a graphc plan's "
-                                  "outputs are tensors (concatenate it in the model: ConcatFromSequence)")
+            if isinstance(self.env[info.name], IMPORT_TIME_VALUES):
+                raise GraphcError(f"{self.where}: graph output {show(info.name)} is a sequence or an optional "
+                                  "value; a graphc plan's outputs are tensors (concatenate a sequence in the model: "
+                                  "ConcatFromSequence)")
             self.graph.outputs.append(self.value(self.env[info.name]))
             names.append(clean_name(info.name, f"output{len(names)}"))
         self.graph.output_names = names
@@ -212,9 +213,9 @@ class GraphReader:
         if reader is None:
             raise self.error(f"ONNX op {show(node.op_type)}-{self.version} is not supported by graphc's importer")
         args = [self.lookup(name) if name else None for name in self._known_inputs(node)]
-        if node.op_type not in SEQUENCE_READERS and any(isinstance(a, TensorSequence) for a in args):
-            raise self.error(f"{show(node.op_type)} is given a sequence; graphc reads sequences with the Sequence* "
-                             "ops, ConcatFromSequence and SplitToSequence")
+        if node.op_type not in SEQUENCE_READERS and any(isinstance(a, IMPORT_TIME_VALUES) for a in args):
+            raise self.error(f"{show(node.op_type)} is given a sequence or an optional value; graphc reads them "
+                             "with the Sequence* and Optional* ops, ConcatFromSequence and SplitToSequence")
         try:
             outputs = reader(self, args)
         except GraphcError as e:

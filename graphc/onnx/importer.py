@@ -30,6 +30,7 @@ from .attention_import import ATTENTION_READERS
 from .conv_transpose_readers import CONV_TRANSPOSE_READERS
 from .logic_readers import LOGIC_READERS
 from .math_readers import MATH_READERS
+from .ml_readers import ML_READERS
 from .quant_readers import QUANT_READERS
 from .loss_readers import LOSS_READERS
 from .readers import READERS
@@ -56,6 +57,7 @@ for _table in (
     CONV_TRANSPOSE_READERS,  # ConvTranspose (tests/test_onnx_conv_transpose_import.py)
     VISION_READERS,  # pooling, LRN, PRelu, Elu, Selu, ...
     GRID_READERS,  # GridSample, AffineGrid, ScatterElements (tests/test_onnx_grid_scatter_import.py)
+    ML_READERS,  # ai.onnx.ml: Binarizer, ArrayFeatureExtractor (tests/test_onnx_sequence_import.py)
     SEQUENCE_READERS,  # Sequence*, ConcatFromSequence, SplitToSequence (tests/test_onnx_sequence_import.py)
     SPECTRAL_READERS,  # DFT, STFT (tests/test_onnx_math_import.py)
     STATE_READERS,  # CausalConvWithState, LinearAttention (tests/test_onnx_state_import.py)

@@ -1,13 +1,15 @@
-"""Readers of ONNX's sequence ops inside a graph (see ``readers`` for the contract):
-SequenceEmpty, SequenceConstruct, SequenceAt, SequenceInsert, SequenceErase, SequenceLength,
-ConcatFromSequence and SplitToSequence.
+"""Readers of ONNX's sequence and optional ops inside a graph (see ``readers`` for the
+contract): SequenceEmpty, SequenceConstruct, SequenceAt, SequenceInsert, SequenceErase,
+SequenceLength, ConcatFromSequence, SplitToSequence, Optional, OptionalHasElement and
+OptionalGetElement.
 
 A sequence is known while importing as a :class:`TensorSequence`, a Python list of its tensors
 (graph Values or known arrays): every position an op names must then be known too, and the
 sequence leaves no node behind; the tensors flow into the ops that read them (a concatenation,
 a SequenceAt). A graph input or output of sequence type has no place in a plan, whose inputs
 and outputs are tensors: it is refused by name (graph_reader), as is a sequence passed to an op
-that takes tensors.
+that takes tensors. An optional value is its element when it has one, and :data:`NO_ELEMENT`
+when it has none, so OptionalHasElement is known while importing.
 """
 from __future__ import annotations
 
@@ -22,6 +24,29 @@ from .shape_readers import _known, _rank, _shape
 class TensorSequence:
     items: tuple
     dtype: np.dtype | None = None  # SequenceEmpty's element type: the sequence may stay empty
+
+
+@dataclass(frozen=True)
+class _NoElement:
+    """An optional value without an element."""
+
+
+NO_ELEMENT = _NoElement()
+IMPORT_TIME_VALUES = (TensorSequence, _NoElement)  # what only the readers below may be given
+
+
+def _optional(r, args):
+    return [args[0] if args and args[0] is not None else NO_ELEMENT]
+
+
+def _has_element(r, args):
+    return [np.asarray(bool(args) and args[0] is not None and args[0] is not NO_ELEMENT)]
+
+
+def _get_element(r, args):
+    if not args or args[0] is None or args[0] is NO_ELEMENT:
+        raise r.error("OptionalGetElement of an optional value without an element")
+    return [args[0]]
 
 
 def _sequence(r, x, what: str) -> TensorSequence:
@@ -128,4 +153,5 @@ def _split_to_sequence(r, args):
 
 SEQUENCE_READERS = {"SequenceEmpty": _empty, "SequenceConstruct": _construct, "SequenceAt": _at,
                     "SequenceInsert": _insert, "SequenceErase": _erase, "SequenceLength": _length,
-                    "ConcatFromSequence": _concat_from_sequence, "SplitToSequence": _split_to_sequence}
+                    "ConcatFromSequence": _concat_from_sequence, "SplitToSequence": _split_to_sequence,
+                    "Optional": _optional, "OptionalHasElement": _has_element, "OptionalGetElement": _get_element}
