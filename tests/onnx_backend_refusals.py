@@ -2,7 +2,7 @@
 checks each refusal against its pattern). Written by tests/record_onnx_refusals.py from a run of
 tests/onnx_backend_run.py; edit by rerunning it, not by hand."""
 
-PASS_FLOOR = 1855  # cases that pass (of 2024)
+PASS_FLOOR = 1867  # cases that pass (of 2024)
 
 # reason -> (the pattern graphc's message matches, the cases)
 REFUSALS = {
@@ -170,30 +170,6 @@ REFUSALS = {
             'test_training_dropout_default',
             'test_training_dropout_default_mask',
             'test_training_dropout_mask',
-        ]),
-    'Resize with antialias=# is not imported by graphc': (
-        'Resize with antialias=\\d+ is not imported by graphc',
-        [
-            'test_resize_downsample_scales_cubic_antialias',
-            'test_resize_downsample_scales_linear_antialias',
-            'test_resize_downsample_sizes_cubic_antialias',
-            'test_resize_downsample_sizes_linear_antialias',
-        ]),
-    "Resize with coordinate_transformation_mode='…' is not imported by graphc": (
-        "Resize with coordinate_transformation_mode='[^']*' is not imported by graphc",
-        [
-            'test_resize_tf_crop_and_resize',
-            'test_resize_tf_crop_and_resize_axes_2_3',
-            'test_resize_tf_crop_and_resize_axes_3_2',
-            'test_resize_tf_crop_and_resize_extrapolation_value',
-        ]),
-    "Resize with keep_aspect_ratio_policy other than '…' is not imported by graphc": (
-        "Resize with keep_aspect_ratio_policy other than '[^']*' is not imported by graphc",
-        [
-            'test_resize_downsample_sizes_nearest_not_larger',
-            'test_resize_downsample_sizes_nearest_not_smaller',
-            'test_resize_upsample_sizes_nearest_not_larger',
-            'test_resize_upsample_sizes_nearest_not_smaller',
         ]),
     'no reader for ONNX op DeformConv': (
         "ONNX op 'DeformConv'\\-\\d+ is not supported",

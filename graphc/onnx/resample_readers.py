@@ -139,6 +139,74 @@ def resize_matrix(attrs, size_in, size_out, scale):
     return m
 
 
+def _coefficients(attrs, ratio: float, scale: float) -> np.ndarray:
+    """One output position's taps, as onnx's reference weighs them (antialias widens the
+    linear and cubic filters by 1 / scale when downsampling, and normalizes them)."""
+    mode, a = attrs.get("mode", "nearest"), float(attrs.get("cubic_coeff_a", -0.75))
+    antialias = bool(attrs.get("antialias", 0))
+    if mode == "nearest":
+        if float(ratio).is_integer():
+            return np.array([0.0, 1.0])
+        rule = attrs.get("nearest_mode", "round_prefer_floor")
+        up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False, "ceil": True}[rule]
+        return np.array([0.0, 1.0]) if up else np.array([1.0, 0.0])
+    if mode == "linear" and not antialias:
+        return np.array([1 - ratio, ratio])
+    if mode == "linear":
+        s = min(scale, 1.0)
+        start = int(np.floor(-1 / s) + 1)
+        taps = np.clip(1 - np.abs((np.arange(start, start + 2 - 2 * start) - ratio) * s), 0, 1)
+        return taps / taps.sum()
+
+    def cubic(x):
+        x = abs(x)
+        if x <= 1:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2 else 0.0
+    if not antialias:
+        return np.array([cubic(ratio + 1), cubic(ratio), cubic(1 - ratio), cubic(2 - ratio)])
+    s = min(scale, 1.0)
+    start = int(np.floor(-2 / s) + 1)
+    taps = np.array([cubic(s * (i - ratio)) for i in range(start, 2 - start)])
+    return taps / taps.sum()
+
+
+def reference_resize_matrix(attrs, size_in: int, size_out: int, scale: float, roi=None):
+    """The (out, in) matrix of ONNX Resize along one axis by the reference's own algorithm
+    (antialias and tf_crop_and_resize go this way), and the output positions that take the
+    extrapolation value (tf_crop_and_resize outside the input), or None."""
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    y = np.arange(size_out, dtype=np.float64)
+    width = scale * size_in
+    outside = None
+    if ctm == "tf_crop_and_resize":
+        start, end = roi
+        src = np.full(size_out, (end - start) * (size_in - 1) / 2) if width == 1 else \
+            y * (end - start) * (size_in - 1) / (width - 1)
+        src = src + start * (size_in - 1)
+        outside = (src < 0) | (src > size_in - 1)
+    else:
+        src = _source(ctm, y, size_in, size_out, scale)
+    m = np.zeros((size_out, size_in))
+    for row, x in enumerate(src):
+        base = np.floor(x)
+        ratio = 1.0 if x == base else x - base
+        taps = _coefficients(attrs, ratio, scale)
+        n, pad = len(taps), int(np.ceil(len(taps) / 2))
+        padded = x + pad
+        p = np.floor(padded)
+        if n % 2 == 0:  # the reference's nearest n cells, ties to the left
+            first = p + (-(n // 2) if padded == p else -(n // 2) + 1)
+        else:
+            first = p + (-((n - 1) // 2) if padded - p <= 0.5 else -((n - 1) // 2) + 1)
+        index = (first + np.arange(n) - pad).astype(int)
+        if attrs.get("exclude_outside", 0):
+            taps = np.where((index >= 0) & (index < size_in), taps, 0.0)
+            taps = taps / (taps.sum() or 1.0)
+        np.add.at(m[row], np.clip(index, 0, size_in - 1), taps)
+    return m, outside
+
+
 def _along(r, x, axis, matrix):
     shape = list(_shape(x))
     m = matrix.astype(np.dtype(x.type.dtype.name) if not isinstance(x, np.ndarray) else x.dtype)
@@ -158,12 +226,12 @@ def _resize(r, args):
     if mode not in ("nearest", "linear", "cubic"):
         raise r.error(f"Resize with mode={mode!r}")
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
-    if ctm == "tf_crop_and_resize":
-        raise r.error("Resize with coordinate_transformation_mode='tf_crop_and_resize' is not imported by graphc")
-    if attrs.get("antialias", 0):
-        raise r.error("Resize with antialias=1 is not imported by graphc")
-    if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise r.error("Resize with keep_aspect_ratio_policy other than 'stretch' is not imported by graphc")
+    if attrs.get("antialias", 0) and mode == "nearest":
+        raise r.error("Resize with antialias=1 and mode='nearest'; ONNX's antialias filters linear and cubic modes")
+    policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise r.error(f"Resize with keep_aspect_ratio_policy={policy!r}")
+    by_reference = bool(attrs.get("antialias", 0)) or ctm == "tf_crop_and_resize"
     x = args[0]
     if r.node.op_type == "Upsample" or len(args) == 2:
         scales_arg, sizes_arg = args[1], None
@@ -180,20 +248,58 @@ def _resize(r, args):
             raise r.error("Resize needs scales or sizes")
         sizes = [int(s) for s in np.asarray(r.static(sizes_arg, "Resize's sizes")).reshape(-1)]
         scales = [s / shape[a] for s, a in zip(sizes, axes)]
+        if policy != "stretch":  # one scale for every axis, the sizes rounded half up from it
+            scale = min(scales) if policy == "not_larger" else max(scales)
+            scales = [scale] * len(axes)
+            sizes = [int(scale * shape[a] + 0.5) for a in axes]
     else:
-        sizes = [int(np.floor(shape[a] * s)) for s, a in zip(scales, axes)]
+        sizes = [shape[a] if isinstance(shape[a], str) and s == 1 else int(np.floor(_static_dim(r, shape[a]) * s))
+                 for s, a in zip(scales, axes)]
+    roi = _roi(r, args, axes, rank) if ctm == "tf_crop_and_resize" else None
     if _known(x):
         x = np.asarray(x)
     for axis, size_out, scale in zip(axes, sizes, scales):
         size_in = shape[axis]
+        trivial_roi = roi is None or tuple(roi[axis]) == (0.0, 1.0)
         if not isinstance(size_in, (int, np.integer)):
-            if size_out == size_in or scale == 1:
+            if (size_out == size_in or scale == 1) and trivial_roi:
                 continue
             raise r.error(f"Resize of the symbolic dim {size_in!r}")
-        if size_out == size_in and scale == 1 and mode == "nearest":
+        if size_out == size_in and scale == 1 and (mode == "nearest" or by_reference) and trivial_roi:
             continue
-        x = _along(r, x, axis, resize_matrix(attrs, int(size_in), size_out, scale))
+        if not by_reference:
+            x = _along(r, x, axis, resize_matrix(attrs, int(size_in), size_out, scale))
+            continue
+        matrix, outside = reference_resize_matrix(attrs, int(size_in), size_out, scale,
+                                                  None if roi is None else roi[axis])
+        x = _along(r, x, axis, matrix)
+        if outside is not None and outside.any():  # per axis, as the reference: the next axis reads it
+            mask = outside.reshape([-1 if d == axis else 1 for d in range(rank)])
+            fill = np.asarray(float(attrs.get("extrapolation_value", 0.0)), dtype=_float_type(r, x))
+            x = np.where(mask, fill, x) if _known(x) else r.emit("where", [mask, fill, x])
     return [x]
+
+
+def _static_dim(r, size):
+    if isinstance(size, str):
+        raise r.error(f"Resize of the symbolic dim {size!r}")
+    return size
+
+
+def _float_type(r, x):
+    return np.asarray(x).dtype if _known(x) else np.dtype(x.type.dtype.numpy)
+
+
+def _roi(r, args, axes: list, rank: int) -> dict:
+    """tf_crop_and_resize's (start, end) per axis, as fractions of the input."""
+    if len(args) < 2 or args[1] is None:
+        raise r.error("Resize with coordinate_transformation_mode='tf_crop_and_resize' needs a roi")
+    roi = [float(v) for v in np.asarray(r.static(args[1], "Resize's roi")).reshape(-1)]
+    count = len(roi) // 2
+    named = axes if count == len(axes) else list(range(rank))
+    out = {a: (0.0, 1.0) for a in range(rank)}
+    out.update({a: (roi[i], roi[count + i]) for i, a in enumerate(named)})
+    return out
 
 
 # ---- DepthToSpace / SpaceToDepth ------------------------------------------------------------------
