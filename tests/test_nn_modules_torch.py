@@ -312,6 +312,10 @@ def test_erf_kernel_matches_math_erf():
     assert special[:2].tolist() == [1.0, -1.0] and np.isnan(special[2]) and special[3] == 1.0
     assert str(special[4]) == "-0.0"  # erf is odd
     assert erf_float64(np, np.array(0.5)).shape == ()
+    # the CPU evaluates it in cache-sized blocks: each element's value is the whole-array one, bit for bit
+    from graphc.executor.kernels.elementwise import _erf_block
+
+    assert x.size > 5 * 32768 and np.array_equal(got.view(np.int64), _erf_block(np, x).view(np.int64))
 
 
 def test_erf_float32_matches_torch(torch_ref):

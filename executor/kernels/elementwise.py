@@ -180,25 +180,48 @@ _ONE = 6.0  # erfc(6) = 2e-17 rounds away next to 1: erf is +-1 in float64 from 
 
 def _ratio(num, den, z, lead):
     """P(z) / Q(z) in Cody's nested (Horner) order: ``num[-1]`` is P's leading coefficient,
-    then ``num[0..lead]``; Q is monic with ``den[0..lead]``."""
-    top, bottom = num[-1] * z, z
+    then ``num[0..lead]``; Q is monic with ``den[0..lead]``. In place on two temporaries."""
+    top, bottom = z * num[-1], z.copy()
     for a, b in zip(num[:lead], den[:lead]):
-        top, bottom = (top + a) * z, (bottom + b) * z
-    return (top + num[lead]) / (bottom + den[lead])
+        top += a
+        top *= z
+        bottom += b
+        bottom *= z
+    top += num[lead]
+    bottom += den[lead]
+    top /= bottom
+    return top
+
+
+_ERF_BLOCK = 32768  # elements per block: a float64 block's temporaries stay in the L2 cache
 
 
 def erf_float64(xp, x):
-    """erf of a float64 array (any shape, 0-d too), computed as described above."""
+    """erf of a float64 array (any shape, 0-d too), computed as described above. On the CPU
+    in blocks of 32768 elements: the formulas are some 40 numpy passes, and over a block that
+    fits in cache they run 2-3x faster than over the whole array; each element's arithmetic,
+    and so its value, is the same either way."""
     flat = x.reshape(-1)
+    if xp.__name__ != "numpy" or flat.size <= _ERF_BLOCK:  # a GPU runs the whole array at once
+        return _erf_block(xp, flat).reshape(x.shape)
+    out = xp.empty_like(flat)
+    for start in range(0, flat.size, _ERF_BLOCK):
+        out[start:start + _ERF_BLOCK] = _erf_block(xp, flat[start:start + _ERF_BLOCK])
+    return out.reshape(x.shape)
+
+
+def _erf_block(xp, flat):
     y = xp.abs(flat)
     out = xp.empty_like(flat)
     small = y <= _SMALL
-    out[small] = flat[small] * _ratio(_ERF_A, _ERF_B, flat[small] * flat[small], 3)
+    xs = flat[small]
+    out[small] = xs * _ratio(_ERF_A, _ERF_B, xs * xs, 3)
     mid = (y > _SMALL) & (y <= _MID)
-    out[mid] = _erf_from_erfc(xp, flat[mid], _ratio(_ERFC_C, _ERFC_D, y[mid], 7))
+    xm = flat[mid]
+    out[mid] = _erf_from_erfc(xp, xm, _ratio(_ERFC_C, _ERFC_D, xp.abs(xm), 7))
     far = ~(small | mid)  # beyond 4, infinities and NaN (which stays NaN)
     out[far] = _erf_from_erfc(xp, flat[far], _erfc_tail(xp, y[far]))
-    return out.reshape(x.shape)
+    return out
 
 
 def _erfc_tail(xp, y):
@@ -209,11 +232,23 @@ def _erfc_tail(xp, y):
 
 
 def _erf_from_erfc(xp, x, scaled):
-    """sign(x) * (1 - erfc(|x|)) from ``scaled`` = erfc(|x|) * exp(x^2)."""
+    """sign(x) * (1 - erfc(|x|)) from ``scaled`` = erfc(|x|) * exp(x^2), in place."""
     y = xp.minimum(xp.abs(x), _ONE)
-    hi = xp.trunc(y * 16.0) / 16.0  # exp(-y^2) = exp(-hi^2) * exp(-(y-hi)(y+hi)): hi^2 is exact
-    erfc = xp.exp(-hi * hi) * xp.exp(-(y - hi) * (y + hi)) * scaled
-    return xp.copysign(1.0 - erfc, x)
+    hi = y * 16.0  # exp(-y^2) = exp(-hi^2) * exp(-(y-hi)(y+hi)), hi = trunc(16 y) / 16: hi^2 is exact
+    xp.trunc(hi, out=hi)
+    hi /= 16.0
+    lo = y - hi
+    y += hi
+    lo *= y
+    xp.negative(lo, out=lo)
+    xp.exp(lo, out=lo)
+    xp.multiply(hi, hi, out=hi)
+    xp.negative(hi, out=hi)
+    xp.exp(hi, out=hi)
+    hi *= lo
+    hi *= scaled
+    xp.subtract(1.0, hi, out=hi)
+    return xp.copysign(hi, x, out=hi)
 
 
 def _erf(xp, spec):
