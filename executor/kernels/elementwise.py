@@ -136,20 +136,34 @@ def _relu(xp, spec):
     return writes_out(lambda x, out=None: xp.maximum(x, 0, out=out), alias_safe=True)
 
 
+def sigmoid_into(xp, x, out):
+    """``out`` <- sigmoid(x) = 1 / (1 + exp(-x)) (``out`` may be ``x``): PyTorch's formula, four
+    passes. exp(-x) overflows to inf for x below about -88 (float32), giving 0 where sigmoid is
+    under 1e-38, as PyTorch gives (plans and eager ops run under ``errstate(all="ignore")``)."""
+    e = xp.exp(xp.negative(x, out=out), out=out)
+    return xp.reciprocal(xp.add(e, 1, out=out), out=out)
+
+
 def _sigmoid(xp, spec):
-    # Stable for both signs, as PyTorch: with e = exp(-|x|) (never overflows),
-    # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0. The tanh form
-    # 0.5 * (1 + tanh(x / 2)) cancels to 0 for x < -17 and loses digits well before.
+    """sigmoid_into, then, only when some x is below the point where exp(-x) overflows, those
+    entries as exp(x) (sigmoid's value there to the last subnormal bit). It replaced a
+    two-branch form (e / (1 + e) with e = exp(-|x|) for x < 0) of seven passes, one a
+    ``copyto(where=)``: 18.8 -> 3.6 ms on 3.2M floats (PyTorch 3.2 ms, which gives 0 below -88)."""
     shape, dtype = spec.in_types[0].shape, spec.out_types[0].dtype.numpy
-    denominator, positive = xp.empty(shape, dtype), xp.empty(shape, bool)  # reused every step
+    try:
+        overflow = 1.0 - math.log(float(xp.finfo(dtype).max))  # -87.7 in float32, -708 in float64
+    except (TypeError, ValueError):  # a dtype numpy has no finfo for
+        overflow = None
 
     def run(x, out=None):
-        out = xp.empty(shape, dtype) if out is None else out
-        e = xp.exp(xp.negative(xp.abs(x, out=out), out=out), out=out)
-        xp.add(e, 1, out=denominator)
-        xp.copyto(out, 1, where=xp.greater_equal(x, 0, out=positive))
-        return xp.divide(out, denominator, out=out)
-    return writes_out(run)
+        needs_tail = overflow is not None and x.size and float(x.min()) < overflow  # before out may overwrite x
+        tail = (x < overflow) if needs_tail else None
+        small = xp.exp(x[tail]) if needs_tail else None
+        out = sigmoid_into(xp, x, xp.empty(shape, dtype) if out is None else out)
+        if needs_tail:
+            out[tail] = small
+        return out
+    return writes_out(run, alias_safe=True)  # elementwise: out may be x
 
 
 def _rsqrt(xp, spec):

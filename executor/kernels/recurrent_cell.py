@@ -10,16 +10,7 @@ backend runs the same code (not run on a GPU here).
 from __future__ import annotations
 
 from .base import writes_out
-
-
-def _sigmoid(xp, x, out):
-    """``out`` <- sigmoid(x) = 1 / (1 + exp(-x)) (``out`` may be ``x``). exp(-x) overflows to inf
-    for x below about -88 (float32), giving 0 where sigmoid is under 1e-38 (plans and eager ops
-    run under ``errstate(all="ignore")``). Not the ``sigmoid`` kernel's two-branch form: its
-    ``copyto(where=)`` alone costs as much as this whole function on a step's (batch, 4H)
-    gates, and for x < 0 the two differ by rounding only."""
-    e = xp.exp(xp.negative(x, out=out), out=out)
-    return xp.reciprocal(xp.add(e, 1, out=out), out=out)
+from .elementwise import sigmoid_into as _sigmoid
 
 
 def _outputs(xp, spec, out):
