@@ -38,6 +38,36 @@ class _Flat:
         return self.buf[:, :, self.offsets[k]:self.offsets[k] + self.wide]
 
 
+class _Phases:
+    """A strided (dilation 1) depthwise conv's padded input split into stride x stride phase
+    planes (rows a, a + s, ... and columns b, b + s, ...), each flattened: the window of kernel
+    offset (i, j) is then one contiguous slice of phase (i % s, j % s), at the phase's row
+    width ("wide" rows, cropped at the end), as _Flat does at stride 1. Each pass then reads
+    memory in order, not every s-th element: 3x3 stride 2 over 8x96x112x112, 69 -> 46 ms."""
+
+    def __init__(self, xp, geo):
+        (self.sh, self.sw), (ph, pw) = geo.stride, geo.padding
+        self.pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
+        hp, wp = geo.h + 2 * ph, geo.w + 2 * pw
+        self.rows, self.cols = -(-hp // self.sh), -(-wp // self.sw)
+        self.wide = geo.oh * self.cols
+        slack = (geo.kw - 1) // self.sw  # the last row's window runs this far past its plane
+        self.buf = xp.zeros((self.sh, self.sw, geo.n, geo.c, self.rows * self.cols + slack), dtype=geo.dtype)
+        self.kernel = (geo.kh, geo.kw)
+
+    def windows(self, x):
+        padded = self.pad(x)
+        for a in range(self.sh):
+            for b in range(self.sw):
+                part = padded[:, :, a::self.sh, b::self.sw]
+                plane = self.buf[a, b, :, :, :self.rows * self.cols].reshape(part.shape[:2] + (self.rows, self.cols))
+                plane[:, :, :part.shape[2], :part.shape[3]] = part
+        kh, kw = self.kernel
+        return [self.buf[i % self.sh, j % self.sw, :, :,
+                         (i // self.sh) * self.cols + j // self.sw:][..., :self.wide]
+                for i in range(kh) for j in range(kw)]
+
+
 def _strided_windows(padded, geo):
     return list(window_views(padded, (geo.kh, geo.kw), geo.stride, geo.dilation, (geo.oh, geo.ow)))
 
@@ -61,8 +91,11 @@ def _stride_one(geo) -> bool:
 
 def depthwise_forward(xp, geo, has_bias):
     flat = _Flat(xp, geo) if _stride_one(geo) else None
+    phases = _Phases(xp, geo) if flat is None and tuple(geo.dilation) == (1, 1) else None
     if flat is not None:
         acc_shape, plane_shape = (geo.n, geo.c, flat.wide), (flat.wide,)
+    elif phases is not None:
+        acc_shape, plane_shape = (geo.n, geo.c, phases.wide), (phases.wide,)
     else:
         pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
         acc_shape, plane_shape = (geo.n, geo.c, geo.oh, geo.ow), (geo.oh, geo.ow)
@@ -73,6 +106,8 @@ def depthwise_forward(xp, geo, has_bias):
         if flat is not None:
             xp.copyto(flat.inner, x)
             windows = [flat.window(k) for k in range(len(flat.offsets))]
+        elif phases is not None:
+            windows = phases.windows(x)
         else:
             windows = _strided_windows(pad(x), geo)
         planes = weights.load(w)
@@ -81,7 +116,12 @@ def depthwise_forward(xp, geo, has_bias):
             xp.add(acc, xp.multiply(window, plane, out=part), out=acc)
         if has_bias:
             xp.add(acc, b.reshape((geo.c,) + (1,) * len(plane_shape)), out=acc)
-        result = acc.reshape(geo.n, geo.c, geo.oh, flat.wp)[:, :, :, :geo.ow] if flat is not None else acc
+        if flat is not None:
+            result = acc.reshape(geo.n, geo.c, geo.oh, flat.wp)[:, :, :, :geo.ow]
+        elif phases is not None:
+            result = acc.reshape(geo.n, geo.c, geo.oh, phases.cols)[:, :, :, :geo.ow]
+        else:
+            result = acc
         if out is None:
             out = xp.empty((geo.n, geo.c, geo.oh, geo.ow), dtype=geo.dtype)
         xp.copyto(out, result)
