@@ -4,32 +4,23 @@ image); 3-D and asymmetrically padded ones as F.conv1d/2d/3d after an explicit F
 MaxPool/AveragePool and the global pools."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 import graphc as gc  # the torch namespace: its functions are the composites read here (composite.py)
 
 from .composite import composing
-from .pool_readers import window_pads
+from .pool_readers import torch_pad_amounts, window_pads
 from .shape_readers import _known, _rank, _shape
 
 
 def _same_pads(r, attrs: dict, spatial: tuple, kernel: list, strides: list, dilations: list) -> list:
-    """Symmetric per-dim padding from ``pads`` or ``auto_pad`` (graphc pads both sides alike)."""
-    auto = attrs.get("auto_pad", "NOTSET")
+    """Symmetric per-dim padding from ``pads`` or ``auto_pad``, for graphc's 2-D kernels, which
+    pad both sides of a dim alike (the readers send other padding to F.pad first)."""
+    pads = window_pads(r, attrs, spatial, kernel, strides, dilations)
     rank = len(kernel)
-    if auto in ("NOTSET", ""):
-        pads = list(attrs.get("pads", [0] * 2 * rank))
-    elif auto == "VALID":
-        pads = [0] * 2 * rank
-    else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
-        total = [max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
-                 for n, k, s, d in zip(spatial, kernel, strides, dilations)]
-        pads = [t // 2 for t in total] + [t - t // 2 for t in total]
     if pads[:rank] != pads[rank:]:
         raise r.error(f"asymmetric padding {pads} (begins then ends); graphc pads both sides of a dim alike")
-    return [int(p) for p in pads[:rank]]
+    return pads[:rank]
 
 
 def _window_attrs(r, attrs: dict, x, kernel: list) -> dict:
@@ -104,10 +95,7 @@ def _general_conv(r, attrs: dict, x, w, bias):
     with composing(r) as t:
         v = t(x)
         if begin != end:
-            amounts = []
-            for b, e in zip(reversed(begin), reversed(end)):  # F.pad starts from the last dim
-                amounts += [b, e]
-            v, begin = gc.nn.functional.pad(v, amounts), [0] * rank
+            v, begin = gc.nn.functional.pad(v, torch_pad_amounts(begin, end)), [0] * rank
         conv = getattr(gc.nn.functional, f"conv{rank}d")
         out = conv(v, t(w), None if bias is None else t(bias), strides, begin, dilations, int(attrs.get("group", 1)))
         return t.value(out)

@@ -42,6 +42,14 @@ def window_pads(r, attrs: dict, spatial: list, kernel: list, strides: list, dila
     return small + large if auto == "SAME_UPPER" else large + small
 
 
+def torch_pad_amounts(begin: list, end: list) -> list:
+    """ONNX's begin and end pads per spatial dim as F.pad's amounts, which start from the last dim."""
+    amounts = []
+    for b, e in zip(reversed(begin), reversed(end)):
+        amounts += [b, e]
+    return amounts
+
+
 def _layout(r, attrs: dict, x) -> dict:
     spatial = list(_shape(x)[2:])
     if not all(isinstance(n, int) for n in spatial):
@@ -70,9 +78,7 @@ def _layout(r, attrs: dict, x) -> dict:
 
 def _windows(t, x, lay: dict, fill, combine):
     """``combine`` over the kernel's offsets of the strided slices of ``x`` padded by ``fill``."""
-    amounts = []
-    for b, e in zip(reversed(lay["begin"]), reversed(lay["end"])):  # F.pad starts from the last dim
-        amounts += [b, e]
+    amounts = torch_pad_amounts(lay["begin"], lay["end"])
     padded = gc.nn.functional.pad(x, amounts, value=fill) if any(amounts) else x
     total = None
     for offsets in itertools.product(*(range(k) for k in lay["kernel"])):

@@ -98,47 +98,6 @@ def _source(mode, out_index, size_in, size_out, scale):
     raise ValueError(mode)
 
 
-def _nearest(x, rule):
-    if rule == "round_prefer_floor":
-        return np.where(x - np.floor(x) == 0.5, np.floor(x), np.round(x))
-    if rule == "round_prefer_ceil":
-        return np.where(x - np.floor(x) == 0.5, np.ceil(x), np.round(x))
-    if rule == "floor":
-        return np.floor(x)
-    if rule == "ceil":
-        return np.ceil(x)
-    raise ValueError(rule)
-
-
-def resize_matrix(attrs, size_in, size_out, scale):
-    """The (out, in) matrix of ONNX Resize along one axis."""
-    mode = attrs.get("mode", "nearest")
-    src = _source(attrs.get("coordinate_transformation_mode", "half_pixel"), np.arange(size_out, dtype=np.float64),
-                  size_in, size_out, scale)
-    m = np.zeros((size_out, size_in))
-    rows = np.arange(size_out)
-    if mode == "nearest":
-        m[rows, np.clip(_nearest(src, attrs.get("nearest_mode", "round_prefer_floor")), 0, size_in - 1).astype(int)] = 1
-        return m
-    base = np.floor(src)
-    t = src - base
-    if mode == "linear":
-        taps, weights = [0, 1], [1 - t, t]
-    else:
-        a = float(attrs.get("cubic_coeff_a", -0.75))
-        taps = [-1, 0, 1, 2]
-        weights = [((a * x - 5 * a) * x + 8 * a) * x - 4 * a if far else ((a + 2) * x - (a + 3)) * x * x + 1
-                   for x, far in ((t + 1, True), (t, False), (1 - t, False), (2 - t, True))]
-    index = [base.astype(int) + k for k in taps]
-    if attrs.get("exclude_outside", 0):
-        weights = [np.where((i >= 0) & (i < size_in), w, 0.0) for i, w in zip(index, weights)]
-        total = sum(weights)
-        weights = [w / np.where(total == 0, 1, total) for w in weights]
-    for i, w in zip(index, weights):
-        np.add.at(m, (rows, np.clip(i, 0, size_in - 1)), w)
-    return m
-
-
 def _coefficients(attrs, ratio: float, scale: float) -> np.ndarray:
     """One output position's taps, as onnx's reference weighs them (antialias widens the
     linear and cubic filters by 1 / scale when downsampling, and normalizes them)."""
@@ -171,10 +130,10 @@ def _coefficients(attrs, ratio: float, scale: float) -> np.ndarray:
     return taps / taps.sum()
 
 
-def reference_resize_matrix(attrs, size_in: int, size_out: int, scale: float, roi=None):
+def resize_matrix(attrs, size_in: int, size_out: int, scale: float, roi=None):
     """The (out, in) matrix of ONNX Resize along one axis by the reference's own algorithm
-    (antialias and tf_crop_and_resize go this way), and the output positions that take the
-    extrapolation value (tf_crop_and_resize outside the input), or None."""
+    (every mode, antialias and tf_crop_and_resize included), and the output positions that take
+    the extrapolation value (tf_crop_and_resize outside the input), or None."""
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     y = np.arange(size_out, dtype=np.float64)
     width = scale * size_in
@@ -231,7 +190,6 @@ def _resize(r, args):
     policy = attrs.get("keep_aspect_ratio_policy", "stretch")
     if policy not in ("stretch", "not_larger", "not_smaller"):
         raise r.error(f"Resize with keep_aspect_ratio_policy={policy!r}")
-    by_reference = bool(attrs.get("antialias", 0)) or ctm == "tf_crop_and_resize"
     x = args[0]
     if r.node.op_type == "Upsample" or len(args) == 2:
         scales_arg, sizes_arg = args[1], None
@@ -265,12 +223,9 @@ def _resize(r, args):
             if (size_out == size_in or scale == 1) and trivial_roi:
                 continue
             raise r.error(f"Resize of the symbolic dim {size_in!r}")
-        if size_out == size_in and scale == 1 and (mode == "nearest" or by_reference) and trivial_roi:
+        if size_out == size_in and scale == 1 and trivial_roi:  # the reference leaves such an axis alone
             continue
-        if not by_reference:
-            x = _along(r, x, axis, resize_matrix(attrs, int(size_in), size_out, scale))
-            continue
-        matrix, outside = reference_resize_matrix(attrs, int(size_in), size_out, scale,
+        matrix, outside = resize_matrix(attrs, int(size_in), size_out, scale,
                                                   None if roi is None else roi[axis])
         x = _along(r, x, axis, matrix)
         if outside is not None and outside.any():  # per axis, as the reference: the next axis reads it

@@ -30,7 +30,7 @@ COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
 class _Unknown(Exception):
-    pass
+    """The answer depends on the symbol's size: the reader refuses."""
 
 
 def _is_dim(x) -> bool:
