@@ -94,7 +94,7 @@ def _einsum(r, args):
         operands = [t(x) for x in args]
         out = gc.einsum(equation, *operands)
         like = operands[0].dtype
-        return [t.value(out if out.dtype == like else out.cast(like.name))]
+        return [t.value(out.cast(like))]
 
 
 def _det(r, args):

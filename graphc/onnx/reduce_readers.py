@@ -73,7 +73,7 @@ def _composed(r, op: str, x, dims: list, keepdim: bool):
             out = ops.log(ops.sum(v, dims, keepdim))
         else:  # log_sum_exp
             out = ops.logsumexp(v, dims, keepdim)
-        return t.value(out if out.dtype == like else out.cast(like.name))
+        return t.value(out.cast(like))
 
 
 def _unreduced(r, op: str, x):
@@ -161,7 +161,7 @@ def _cumulative(kind: str):
                 out = ops.cat([identity, ops.narrow(out, axis, 0, size - 1)], axis) if size else out
             if reverse:
                 out = ops.flip(out, [axis])
-            return [t.value(out if out.dtype == like else out.cast(like.name))]
+            return [t.value(out.cast(like))]
     return read
 
 
