@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[data,onnx]"
+	$(BIN)/python -m pip install --quiet -e ".[data,onnx,fast]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python

@@ -61,7 +61,7 @@ def compile(model, example_inputs, loss_fn=None, optimizer=None, passes="default
     >>> checked = gc.compile(model, (np.ones((8, 4), np.float32),), verify="numeric")
     >>> last = checked.graph.meta["verification"][-1]
     >>> last["pass"], last["dtype"], last["max_rel"] <= last["rtol"]
-    ('fuse_linear_relu', 'float64', True)
+    ('fuse_elementwise', 'float64', True)
     """
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)

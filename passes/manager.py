@@ -8,13 +8,14 @@ also runs the example inputs through the graph before and after each and compare
 (passes/numeric_check.py), recording the differences in ``graph.meta["verification"]``.
 
 - inference: inline_calls (custom ops' bodies) -> dce -> cse -> fold_constants -> fuse_conv_bn
-  -> fuse_conv_relu -> fuse_linear_relu
+  -> fuse_conv_relu -> fuse_linear_relu -> fuse_elementwise
 - training: fusions on the forward graph (their fused ops carry fused backwards), then
   autodiff, the non-finite guard and the optimizer update, then inline_calls -> cse -> dce
+  -> fuse_elementwise (last everywhere: it groups the backward's and the update's ops too)
 - step (a traced training step function): the training pipeline without its optimizer step,
   since ``optimizer.step()`` recorded the update while tracing
 - export: freeze (parameters become constants) -> inline_calls -> fold_bn -> fold_constants ->
-  cse -> dce -> fusions
+  cse -> dce -> fusions (the ONNX writer writes a fused_elementwise node's ops one by one)
 - import (an ONNX model): export without freeze, since its weights are constants already, and
   with fuse_linear_bias and fuse_rsqrt, which put ONNX's spellings back into graphc's ops
 """
@@ -29,6 +30,7 @@ from ..ir.verify import verify as verify_graph
 from .cleanup import cse, dce, fold_constants
 from .freeze import fold_bn
 from .inline import inline_calls
+from .fuse_elementwise import fuse_elementwise
 from .fusion import fuse_conv_bn, fuse_conv_relu, fuse_linear_bias, fuse_linear_relu, fuse_rsqrt
 from .numeric_check import Example, NumericCheck, check_verify
 from .training import TRAINING, apply_optimizer, differentiate, guard_finite
@@ -41,19 +43,20 @@ class Step(NamedTuple):
 
 _FUSIONS = [Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("fuse_linear_relu")]
 PIPELINES = {
-    "inference": [Step("inline_calls"), Step("dce"), Step("cse"), Step("fold_constants"), *_FUSIONS],
+    "inference": [Step("inline_calls"), Step("dce"), Step("cse"), Step("fold_constants"), *_FUSIONS,
+                  Step("fuse_elementwise")],
     # custom ops are inlined after autodiff, which must use their own backward
     "training": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"),
                  Step("autodiff", True), Step("guard_finite", True), Step("optimizer", True), Step("inline_calls"),
-                 Step("cse"), Step("dce")],
+                 Step("cse"), Step("dce"), Step("fuse_elementwise")],
     # a traced step function: its optimizer update is already in the graph (optimizer.step())
     "step": [Step("fuse_linear_relu"), Step("fuse_conv_bn"), Step("fuse_conv_relu"), Step("autodiff", True),
-             Step("guard_finite", True), Step("inline_calls"), Step("cse"), Step("dce")],
+             Step("guard_finite", True), Step("inline_calls"), Step("cse"), Step("dce"), Step("fuse_elementwise")],
     "export": [Step("freeze", True), Step("inline_calls"), Step("fold_bn"), Step("fold_constants"), Step("cse"),
-               Step("dce"), *_FUSIONS],
+               Step("dce"), *_FUSIONS, Step("fuse_elementwise")],
     # an imported ONNX model: already frozen (its weights are constants)
     "import": [Step("fold_bn"), Step("fold_constants"), Step("cse"), Step("dce"), Step("fuse_linear_bias"),
-               Step("fuse_rsqrt"), *_FUSIONS],
+               Step("fuse_rsqrt"), *_FUSIONS, Step("fuse_elementwise")],
 }
 OPTIONAL = {s.name for steps in PIPELINES.values() for s in steps if not s.required}
 INFERENCE_DEFAULT = [s.name for s in PIPELINES["inference"]]
@@ -64,7 +67,8 @@ def pass_table(evaluate=None) -> dict:
     table = {"dce": dce, "cse": cse, "fuse_linear_relu": fuse_linear_relu, "fuse_conv_bn": fuse_conv_bn,
              "fuse_conv_relu": fuse_conv_relu, "fuse_linear_bias": fuse_linear_bias, "fuse_rsqrt": fuse_rsqrt,
              "fold_bn": fold_bn, "autodiff": differentiate, "inline_calls": inline_calls,
-             "guard_finite": guard_finite, "optimizer": apply_optimizer}
+             "guard_finite": guard_finite, "optimizer": apply_optimizer,
+             "fuse_elementwise": fuse_elementwise}
     if evaluate is not None:
         table["fold_constants"] = partial(fold_constants, evaluate=evaluate)
     return table

@@ -853,6 +853,7 @@ def build_table() -> dict[str, OpInfo]:
     from op_table_float_steps import float_steps_table
     from op_table_fft import fft_table
     from op_table_bitwise import bitwise_table
+    from op_table_fused_elementwise import fused_elementwise_table
 
     table: dict[str, OpInfo] = {}
     for build in (_unary_table, _binary_table, _compare_table, _other_elementwise, _reduction_table,
@@ -860,11 +861,11 @@ def build_table() -> dict[str, OpInfo]:
                   _custom_table, control_table, _random_table, attention_table, recurrent_cell_table,
                   conv_transpose_table, vision_table, vision_backward_table, scatter_table, math_table,
                   special_table, linalg_table, sort_table, cumulative_table, float_steps_table, fft_table,
-                  bitwise_table):
+                  bitwise_table, fused_elementwise_table):
         for info in build():
             assert info.op not in table, f"two op_table entries for {info.op}"
             info.internal = build in (backward_table, fused_table, attention_table, recurrent_cell_table,
-                                      vision_backward_table)
+                                      vision_backward_table, fused_elementwise_table)
             table[info.op] = info
     return table
 

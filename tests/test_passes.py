@@ -797,7 +797,7 @@ def test_pass_records_of_default_and_none_pipelines():
     train = _training_graph(model, "default")
     assert [p["name"] for p in train.meta["passes"]] == ["fuse_linear_relu", "fuse_conv_bn", "fuse_conv_relu",
                                                          "autodiff", "guard_finite", "optimizer", "inline_calls", "cse",
-                                                         "dce"]
+                                                         "dce", "fuse_elementwise"]
     none = _training_graph(_cnn(), "none")
     assert [p["name"] for p in none.meta["passes"]] == ["autodiff", "guard_finite", "optimizer"]
     for g in (train, none):

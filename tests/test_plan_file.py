@@ -293,7 +293,8 @@ def test_state_dict_and_step_count_on_loaded_plan(tmp_path):
     plan = gc.load(tmp_path / "p.graphc")
     assert isinstance(plan, gc.Plan)
     assert plan.kind == "training" and plan.step_count == 3
-    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 3)  # no custom ops: 1.3
+    # no custom ops, but the update's fused_elementwise bodies: 1.4, the format that describes bodies
+    assert plan.producer == f"graphc {gc.__version__}" and plan.format_version == (1, 4)
     sd = plan.state_dict()
     assert list(sd) == list(step.state_dict())
     assert set(sd) == set(model.state_dict())

@@ -24,6 +24,7 @@ from . import cumulative
 from . import float_steps
 from . import fft
 from . import bitwise
+from . import fused_elementwise
 from .base import as_kernel, writes_out
 
 
@@ -88,6 +89,7 @@ TABLE.update(cumulative.KERNELS)
 TABLE.update(float_steps.KERNELS)
 TABLE.update(fft.KERNELS)
 TABLE.update(bitwise.KERNELS)
+TABLE.update(fused_elementwise.KERNELS)
 for _name, _opdef in REGISTRY.items():
     if _opdef.promotes_inputs:  # a fact of the op, declared in its OpDef
         TABLE[_name] = _cast_inputs_to_output(TABLE[_name])

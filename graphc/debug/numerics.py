@@ -114,10 +114,31 @@ def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
     env, batch = _step_inputs(plan, inputs, backend)
     rng = np.random.default_rng()
     rng.bit_generator.state = plan.rng.bit_generator.state
-    producers = {f"%{v.name}": n for n in plan.graph.nodes for v in n.outputs}
+    producers = {f"%{v.name}": n for n in _with_bodies(plan.graph.nodes) for v in n.outputs}
     for index, node in enumerate(plan.graph.nodes):
         if get_op(node.op).effects == "check":
             continue
+        if node.op == "fused_elementwise":  # its ops one by one: the report names the op itself
+            inner = {id(b): env[id(v)] for b, v in zip(node.attrs["body"].inputs, node.inputs)}
+            found = _first_nonfinite(index, node.attrs["body"].nodes, inner, backend, rng, batch, producers)
+            if found is None:
+                env.update((id(v), inner[id(b)]) for b, v in zip(node.attrs["body"].outputs, node.outputs))
+        else:
+            found = _first_nonfinite(index, [node], env, backend, rng, batch, producers)
+        if found is not None:
+            return found
+    return None
+
+
+def _with_bodies(nodes):
+    for node in nodes:
+        yield from node.attrs["body"].nodes if node.op == "fused_elementwise" else (node,)
+
+
+def _first_nonfinite(index, nodes, env, backend, rng, batch, producers) -> NonFiniteNode | None:
+    """Run ``nodes`` in order over ``env`` (values by id); the first non-finite float output,
+    reported as node ``index`` of the plan (a fused node's body shares its index)."""
+    for node in nodes:
         results = run_graph_node(node, [env[id(v)] for v in node.inputs], backend, rng, batch)
         for k, (value, array) in enumerate(zip(node.outputs, results)):
             env[id(value)] = array

@@ -308,7 +308,18 @@ WRITERS = {
 WRITERS.update(CONV_TRANSPOSE_WRITERS)  # conv_transpose2d, im2col, col2im
 WRITERS.update(CUMULATIVE_WRITERS)  # cumulative sum -> CumSum
 WRITERS.update(VISION_WRITERS)  # max/avg pooling (ceil_mode, indices), adaptive max pooling, max unpooling
-MULTI_OUTPUT_WRITERS = {**CONTROL_WRITERS, **RECURRENT_CELL_WRITERS}  # writer(w, node, ins, outs)
+def _fused_elementwise(w: _Writer, node, ins, outs):
+    """A fused group as its ops, one ONNX node each (ONNX runtimes fuse them their own way);
+    the group's outputs keep the fused node's names."""
+    body = node.attrs["body"]
+    w.names.update((id(value), name) for value, name in zip(body.inputs, ins))
+    renamed = {id(value): name for value, name in zip(body.outputs, outs)}
+    for inner in body.nodes:
+        w.write(inner, renamed)
+
+
+MULTI_OUTPUT_WRITERS = {**CONTROL_WRITERS, **RECURRENT_CELL_WRITERS,  # writer(w, node, ins, outs)
+                        "fused_elementwise": _fused_elementwise}
 
 
 def _safe(name: str) -> str:
