@@ -4,8 +4,11 @@ pads the bottom/right further (with -inf for max, never counted for average). Th
 ops (return_indices, adaptive max, max unpooling) are in _pool_index.py."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from . import _loops
 from .base import writes_out
 from ._windows import window_views
 from ._pool_index import INDEX_KERNELS, AsymPadder, pool_geometry
@@ -16,13 +19,20 @@ def _empty(xp, spec, out, index=0):
     return xp.empty(t.shape, dtype=t.dtype.numpy) if out is None else out
 
 
+def _looped(xp, spec) -> bool:
+    """numba's loops (_pool_loops.py) for float32/float64 max pooling on the CPU, when installed,
+    for inputs large enough to repay compiling them (``_loops.COMPILE_MIN``)."""
+    return (xp.__name__ == "numpy" and _loops.available() and all(t.dtype.name in ("float32", "float64")
+                                                                   for t in spec.in_types)
+            and max(math.prod(t.shape) for t in spec.in_types) >= _loops.COMPILE_MIN)
+
+
 def _max_pool2d(xp, spec):
     a = spec.attrs
     out_hw = spec.out_types[0].shape[2:]
     in_shape = spec.in_types[0].shape
     pad = AsymPadder(xp, in_shape, pool_geometry(a, in_shape[2:], out_hw), spec.in_types[0].dtype.numpy,
                      fill=-np.inf)
-
     def run(x, out=None):
         out = _empty(xp, spec, out)
         views = window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw)
@@ -30,7 +40,17 @@ def _max_pool2d(xp, spec):
         for v in views:
             xp.maximum(out, v, out=out)
         return out
-    return writes_out(run)
+
+    def looped():
+        from ._pool_loops import max_pool_loop
+        loop = max_pool_loop(*a["kernel_size"], *a["stride"], *a["dilation"])
+
+        def run_loop(x, out=None):
+            out = _empty(xp, spec, out)
+            loop(pad(x), out)
+            return out
+        return run_loop
+    return writes_out(_loops.Tiered(run, looped) if _looped(xp, spec) else run)
 
 
 def _avg_divisor(xp, spec, in_shape, out_hw):
@@ -161,7 +181,18 @@ def _max_pool2d_grad(xp, spec):
                 gv += xp.multiply(g, hit, out=share)
             xp.logical_xor(pending, hit, out=pending)  # hit implies pending: clears the winners
         return acc.finish(gx, out)
-    return writes_out(run)
+
+    def looped():
+        from ._pool_loops import max_pool_grad_loop
+        loop = max_pool_grad_loop(*a["kernel_size"], *a["stride"], *a["dilation"], tiles)
+        first = xp.empty(spec.in_types[0].shape, dtype=np.int32)
+
+        def run_loop(g, x, y, out=None):
+            gx = acc.begin(out)
+            loop(g, pad(x), y, gx, first)
+            return acc.finish(gx, out)
+        return run_loop
+    return writes_out(_loops.Tiered(run, looped) if _looped(xp, spec) else run)
 
 
 def _avg_pool2d_grad(xp, spec):
