@@ -13,6 +13,7 @@ over 1x96x56x56, 11.8 -> 4.4 ms (PyTorch 0.4 ms).
 """
 from __future__ import annotations
 
+from . import _loops
 from ._windows import Padder, window_views
 
 
@@ -89,7 +90,41 @@ def _stride_one(geo) -> bool:
     return tuple(geo.stride) == (1, 1)
 
 
+def _loops_pay(xp, geo) -> bool:
+    """numba's loops (_depthwise_loops.py), from a kernel's third call on: on the CPU, when
+    numba is installed, for float32/float64 batches large enough to repay compiling them."""
+    size = geo.n * geo.c * max(geo.h * geo.w, geo.oh * geo.ow)
+    return (xp.__name__ == "numpy" and _loops.available() and geo.dtype.name in ("float32", "float64")
+            and size >= _loops.COMPILE_MIN)
+
+
+def _geometry_loops(geo):
+    from ._depthwise_loops import depthwise_loops
+    return depthwise_loops(geo.kh, geo.kw, *geo.stride, *geo.dilation)
+
+
+def _looped_forward(xp, geo, has_bias, forward):
+    pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
+    bias = (geo.c, 1, 1)
+
+    def run(x, w, b=None, out=None):
+        if out is None:
+            out = xp.empty((geo.n, geo.c, geo.oh, geo.ow), dtype=geo.dtype)
+        forward(pad(x), w, out)
+        if has_bias:
+            xp.add(out, b.reshape(bias), out=out)
+        return out
+    return run
+
+
 def depthwise_forward(xp, geo, has_bias):
+    run = _numpy_forward(xp, geo, has_bias)
+    if _loops_pay(xp, geo):
+        return _loops.Tiered(run, lambda: _looped_forward(xp, geo, has_bias, _geometry_loops(geo)[0]))
+    return run
+
+
+def _numpy_forward(xp, geo, has_bias):
     flat = _Flat(xp, geo) if _stride_one(geo) else None
     phases = _Phases(xp, geo) if flat is None and tuple(geo.dilation) == (1, 1) else None
     if flat is not None:
@@ -136,8 +171,30 @@ def _wide_cotangent(xp, geo, flat):
     return wide[:, :, :, :geo.ow], wide.reshape(geo.n, geo.c, flat.wide)
 
 
+def _looped_grad_input(xp, geo, grad_input):
+    (ph, pw) = geo.padding
+    acc = xp.zeros((geo.n, geo.c, geo.h + 2 * ph, geo.w + 2 * pw), dtype=geo.dtype)
+
+    def run(g, w, out=None):
+        acc.fill(0)
+        grad_input(g, w, acc)
+        inner = acc[:, :, ph:ph + geo.h, pw:pw + geo.w]
+        if out is None:
+            return xp.ascontiguousarray(inner)
+        xp.copyto(out, inner)
+        return out
+    return run
+
+
 def depthwise_grad_input(xp, geo):
     """Each offset adds cotangent x weight into its window of a padded accumulator."""
+    run = _numpy_grad_input(xp, geo)
+    if _loops_pay(xp, geo):
+        return _loops.Tiered(run, lambda: _looped_grad_input(xp, geo, _geometry_loops(geo)[2]))
+    return run
+
+
+def _numpy_grad_input(xp, geo):
     if _stride_one(geo):
         flat = _Flat(xp, geo)
         g_inner, g_rows = _wide_cotangent(xp, geo, flat)
@@ -171,8 +228,26 @@ def depthwise_grad_input(xp, geo):
     return run
 
 
+def _looped_grad_weight(xp, geo, grad_weight):
+    pad = Padder(xp, (geo.n, geo.c, geo.h, geo.w), geo.padding, geo.dtype)
+
+    def run(g, x, out=None):
+        if out is None:
+            out = xp.empty((geo.c, 1, geo.kh, geo.kw), dtype=geo.dtype)
+        grad_weight(g, pad(x), out)
+        return out
+    return run
+
+
 def depthwise_grad_weight(xp, geo):
     """dw[c, i, j] = sum over images and pixels of cotangent x window (i, j): one einsum each."""
+    run = _numpy_grad_weight(xp, geo)
+    if _loops_pay(xp, geo):
+        return _loops.Tiered(run, lambda: _looped_grad_weight(xp, geo, _geometry_loops(geo)[1]))
+    return run
+
+
+def _numpy_grad_weight(xp, geo):
     if _stride_one(geo):
         flat = _Flat(xp, geo)
         g_inner, g_rows = _wide_cotangent(xp, geo, flat)
