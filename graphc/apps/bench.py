@@ -281,6 +281,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def warm_up(ours) -> float:
+    """Seconds for graphc's first calls, up to the one that compiles its loops (binding to the
+    batch size, numba's compiles, the steps themselves)."""
+    from ..executor.kernels._loops import WARM_CALLS
+
+    start = time.perf_counter()
+    for _ in range(WARM_CALLS):
+        ours()
+    return time.perf_counter() - start
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if torch:
@@ -294,14 +305,15 @@ def main(argv=None) -> int:
     for part in args.only:
         for kind, batch, opt in rows.get(part, ()):
             step, ours, theirs = train_pair(kind, batch, opt)
-            ab(f"{part} train {WORKLOADS[kind][2]} b{batch} {opt}", ours, theirs, args.steps, args.rounds)
+            ab(f"{part} train {WORKLOADS[kind][2]} b{batch} {opt}", ours, theirs, args.steps, args.rounds,
+               first_s=warm_up(ours))
             if kind == "cnn" and args.profile:
                 print_profile(step, *data(kind, batch), steps=10, limit=12)
         if part == "W3":
             for kind in ("mlp", "cnn"):
                 for batch in (1, 64, 512):
                     ours, theirs, ort = infer_pair(kind, batch)
-                    ab(f"W3 infer {kind} b{batch}", ours, theirs, args.steps, args.rounds)
+                    ab(f"W3 infer {kind} b{batch}", ours, theirs, args.steps, args.rounds, first_s=warm_up(ours))
                     if ort is not None:
                         ab(f"W3 infer {kind} b{batch}", ours, ort, args.steps, args.rounds, peer="onnxruntime")
             if ort_status():

@@ -44,10 +44,12 @@ def interleaved_ms(fns: dict, rounds: int, calls: int) -> dict:
     return {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
-def ab(name: str, ours, theirs, steps: int, rounds: int, peer: str = "torch") -> None:
+def ab(name: str, ours, theirs, steps: int, rounds: int, peer: str = "torch", first_s: float | None = None) -> None:
     """One row: graphc (``ours``) and its peer (``theirs``, or None; PyTorch unless ``peer``
     says otherwise) in interleaved rounds of ``steps`` calls; the median round of each and
-    their ratio graphc / peer."""
+    their ratio graphc / peer. ``first_s``: graphc's warm-up, in seconds (its first calls up
+    to the one that compiles the loops), printed at the end of the row; loops an earlier row
+    compiled are reused (one process)."""
     for f in (ours, theirs):
         if f is not None:
             f()  # warm-up: programs, buffers, caches
@@ -59,10 +61,10 @@ def ab(name: str, ours, theirs, steps: int, rounds: int, peer: str = "torch") ->
     ga = statistics.median(a) * 1e3
     if b:
         tb = statistics.median(b) * 1e3
-        print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms   {peer:>11} {tb:8.3f} ms   ratio {ga / tb:5.2f}",
-              flush=True)
+        row = f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms   {peer:>11} {tb:8.3f} ms   ratio {ga / tb:5.2f}"
     else:
-        print(f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms", flush=True)
+        row = f"{name:<{NAME_WIDTH}} graphc {ga:8.3f} ms"
+    print(row + (f"   warm-up {first_s:6.2f} s" if first_s is not None else ""), flush=True)
 
 
 # ---- which BLAS numpy runs on ----------------------------------------------------------------------
