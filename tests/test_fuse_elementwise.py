@@ -182,7 +182,8 @@ def _unfused(pipeline):
 def test_fused_training_is_bit_identical_to_unfused(opt_name):
     def make():
         gc.manual_seed(0)
-        model = nn.Sequential(nn.Linear(20, 32), nn.ReLU6(), nn.Linear(32, 16), nn.Tanh(), nn.Linear(16, 4))
+        # the 256x256 weight's update (65536 elements) runs the compiled loop, in place
+        model = nn.Sequential(nn.Linear(20, 256), nn.ReLU6(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 4))
         opt = (optim.Adam(model.parameters(), lr=1e-2) if opt_name == "adam"
                else optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4))
         return model, opt
@@ -196,6 +197,10 @@ def test_fused_training_is_bit_identical_to_unfused(opt_name):
         results.append((step, losses, {k: np.array(v, copy=True) for k, v in model.state_dict().items()}))
     (fused, losses_f, sd_f), (plain, losses_p, sd_p) = results
     assert "fused_elementwise" in ops(fused.graph) and "fused_elementwise" not in ops(plain.graph)
+    program = fused._programs[16]
+    assert not program.copy_back  # every update written in place
+    loops = [r.run for r, n in zip(program.runs, program.nodes) if isinstance(r.run, _loops.Tiered)]
+    assert loops and all(r.make_fast is None for r in loops)  # and by the compiled loop
     assert losses_f == losses_p
     for k in sd_p:
         np.testing.assert_array_equal(sd_f[k], sd_p[k], err_msg=k)

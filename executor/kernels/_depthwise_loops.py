@@ -29,7 +29,7 @@ def depthwise_loops(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
     @jit
     def forward_part(x, w, out, lo, hi):
         n, c, oh, ow = out.shape
-        for nc in range(lo, hi):
+        for nc in range(int(lo), int(hi)):  # signed: nc // c must stay an integer
             a, b = nc // c, nc % c
             xa, oa, wa = x[a, b], out[a, b], w[b, 0]
             for i in range(oh):
@@ -45,7 +45,7 @@ def depthwise_loops(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
     @jit
     def grad_weight_part(g, x, out, lo, hi):
         n, c, oh, ow = g.shape
-        for b in range(lo, hi):
+        for b in range(int(lo), int(hi)):
             for p in range(kh):
                 for q in range(kw):
                     total = g.dtype.type(0)
@@ -62,7 +62,7 @@ def depthwise_loops(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
     @jit
     def grad_input_part(g, w, gx, lo, hi):
         n, c, oh, ow = g.shape
-        for nc in range(lo, hi):
+        for nc in range(int(lo), int(hi)):  # signed: nc // c must stay an integer
             a, b = nc // c, nc % c
             ga, gxa, wa = g[a, b], gx[a, b], w[b, 0]
             for i in range(oh):
@@ -75,11 +75,11 @@ def depthwise_loops(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
                             dst[j * sw + q * dw] += grow[j] * weight
 
     def forward(x, w, out):
-        split(forward_part, out.shape[0] * out.shape[1], x, w, out)
+        split(forward_part, out.shape[0] * out.shape[1], x, w, out, grain=1)
 
     def grad_weight(g, x, out):
-        split(grad_weight_part, g.shape[1], g, x, out)
+        split(grad_weight_part, g.shape[1], g, x, out, grain=1)
 
     def grad_input(g, w, gx):
-        split(grad_input_part, g.shape[0] * g.shape[1], g, w, gx)
+        split(grad_input_part, g.shape[0] * g.shape[1], g, w, gx, grain=1)
     return forward, grad_weight, grad_input

@@ -4,8 +4,8 @@ No source text is generated: each body value becomes a small jitted closure (a l
 input, or an op's scalar rule applied to the closures of its operands) and numba compiles
 the loop that calls the closures of the outputs, inlining them all into one function
 (``inline="always"``: one function for LLVM, Adam's loop compiles in 1.4 s instead of 4.6) where
-LLVM merges the values several outputs share. Every value is computed before any output is
-stored, so an output may be the very buffer of an input (a state update in place).
+LLVM merges the values several outputs share. An output that is an input's buffer (a state
+updated in place) is stored through that input's array, a loop compiled per such pattern.
 
 A loop depends only on its :func:`loop_key` (ops, attrs, wiring, dtypes, which inputs are
 broadcast), so equal groups (Adam's update of every parameter, relu6's gradient after every
@@ -57,31 +57,22 @@ def _pool():
         return _POOL[0]
 
 
-# numba's workqueue layer runs one parallel loop at a time per process (two threads launching
-# at once abort it): plans are shared between threads, so every launch holds this lock
-_PARFOR_LAUNCH = threading.Lock()
-
-
-def _parfor_threads(numba) -> None:
-    """numba would pick OpenMP, whose threads spin after each loop and take the cores from
-    OpenBLAS (a 128x784x512 GEMM after a fused Adam step: 3.8 ms instead of 0.5 ms); the
-    workqueue layer's threads sleep. A user's own choice of layer is left alone."""
-    if numba.config.THREADING_LAYER == "default":
-        numba.config.THREADING_LAYER = "workqueue"
-
-
-def split(loop, n: int, *args) -> None:
-    """``loop(*args, lo, hi)`` over [0, n) in one part per core: the parts but the last run on
-    worker threads (numba releases the GIL in ``nogil`` loops), the last on this one. Loops that
-    write disjoint parts of their outputs only, so the parts may run in any order. Not numba's
-    ``parallel=True`` for the hand-written loops (pooling, depthwise): their inner loops are
-    contiguous rows LLVM vectorises anyway, and the parfor pass would double their compile
-    time. (The fused loops need it: see compiled_loop.)"""
-    parts = min(threads(), n)
+def split(loop, n: int, *args, grain: int = 1 << 16) -> None:
+    """``loop(*args, lo, hi)`` over [0, n), in one part per core, each of ``grain`` items at
+    least (elements: a part under 65536 costs more to hand to a thread than to run; image
+    planes: 1). The parts but the last run on worker threads (numba releases the GIL in
+    ``nogil`` loops), the last on this one. The loops write disjoint parts of their outputs, so the parts may run in
+    any order. The bounds are unsigned: numba then indexes without its negative-index check,
+    which is what lets LLVM vectorise the loops (Adam over 400k floats: 0.93 ms with signed
+    bounds, 0.14 ms so, on one core). Not numba's ``parallel=True``: each launch of its
+    workqueue layer costs about 80 us (a dozen fused groups a step: a millisecond), its parfor
+    pass doubles compile time, its OpenMP layer's threads spin after each loop and take the
+    cores from OpenBLAS, and workqueue aborts the process when two threads launch at once."""
+    parts = min(threads(), n // grain)
     if parts <= 1:
-        loop(*args, 0, n)
+        loop(*args, np.uint64(0), np.uint64(n))
         return
-    bounds = [n * k // parts for k in range(parts + 1)]
+    bounds = [np.uint64(n * k // parts) for k in range(parts + 1)]
     pending = [_pool().submit(loop, *args, lo, hi) for lo, hi in zip(bounds[:-2], bounds[1:-1])]
     loop(*args, bounds[-2], bounds[-1])
     for future in pending:
@@ -120,32 +111,32 @@ def loop_key(body) -> tuple:
 
 
 @functools.lru_cache(maxsize=512)  # memoised compilation: the result is a pure function of the key
-def compiled_loop(key: tuple):
-    """``run(inputs, outputs, n)`` over flat arrays for the loop ``key`` describes. A numba
-    ``prange`` loop, over both cores: numba's parfor lowering marks the arrays as not aliasing,
-    which lets LLVM vectorise the loop (Adam over 400k floats: 2.1 ms as a plain loop, whose
-    many arrays defeat LLVM's runtime alias checks, 0.4 ms so; the same index is read before it
-    is written, so an output that is an input's buffer is still right)."""
+def compiled_loop(key: tuple, into: tuple | None = None):
+    """``run(inputs, outputs, n)`` over flat arrays for the loop ``key`` describes; ``into``
+    (one entry per output): the input whose buffer that output is (a state updated in place:
+    the loop stores through that input's array), or -1. A numba
+    loop over the elements, split over the cores (``split``). Every buffer is reached through
+    one array only: an output that is an input's buffer is stored through that input (read
+    first, then written, as the loop body orders them), so LLVM's runtime alias checks pass and
+    the loop is vectorised; another overlap would only send it down the scalar path."""
     import numba
 
-    _parfor_threads(numba)
     jit = functools.partial(numba.njit, inline="always", **JIT)  # one function for LLVM: 4.6 -> 1.4 s
     nodes, inputs, outputs = key
     values = [_load(jit, k, full) for k, (_, full) in enumerate(inputs)]
     for op, attrs, refs, dtype in nodes:
         fn = jit(SCALAR_RULES[op](dict(attrs), np.dtype(dtype)))
         values.append(_apply(jit, fn, [values[r] for r in refs]))
-    store = _stores(jit, [values[r] for r in outputs], 0)
+    store = _stores(jit, [values[r] for r in outputs], 0, into or (-1,) * len(outputs))
 
-    @numba.njit(parallel=True, **JIT)
-    def loop(ins, outs, n):
-        for i in numba.prange(n):
+    @numba.njit(**JIT)
+    def part(ins, outs, lo, hi):
+        for i in range(lo, hi):
             store(ins, outs, i)
 
     def run(ins, outs, n):
-        with _PARFOR_LAUNCH:
-            loop(ins, outs, n)
-    run.compiled = loop  # for inspection (the LLVM a test reads)
+        split(part, n, ins, outs)
+    run.compiled = part  # for inspection (the LLVM a test reads)
     return run
 
 
@@ -166,18 +157,26 @@ def _apply(jit, fn, operands: list):
     return jit(lambda ins, i: fn(a(ins, i), b(ins, i), c(ins, i)))
 
 
-def _stores(jit, exprs: list, k: int):
+def _stores(jit, exprs: list, k: int, into: tuple):
     """Compute output k, then (recursively) the later ones and store them, then store k: every
-    value is computed before the first store."""
-    expr = exprs[0]
-    if len(exprs) == 1:
+    value is computed before the first store. Output k goes to ``outs[k]``, or through input
+    ``into[k]`` when it is that input's buffer."""
+    expr, rest = exprs[0], (_stores(jit, exprs[1:], k + 1, into) if len(exprs) > 1 else None)
+    j = into[k]
+    if rest is None and j < 0:
         def store(ins, outs, i):
             outs[k][i] = expr(ins, i)
-        return jit(store)
-    rest = _stores(jit, exprs[1:], k + 1)
-
-    def store_more(ins, outs, i):
-        value = expr(ins, i)
-        rest(ins, outs, i)
-        outs[k][i] = value
-    return jit(store_more)
+    elif rest is None:
+        def store(ins, outs, i):
+            ins[j][i] = expr(ins, i)
+    elif j < 0:
+        def store(ins, outs, i):
+            value = expr(ins, i)
+            rest(ins, outs, i)
+            outs[k][i] = value
+    else:
+        def store(ins, outs, i):
+            value = expr(ins, i)
+            rest(ins, outs, i)
+            ins[j][i] = value
+    return jit(store)

@@ -25,7 +25,7 @@ def max_pool_loop(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
     @numba.njit(**JIT)
     def part(x, out, lo, hi):
         n, c, oh, ow = out.shape
-        for nc in range(lo, hi):
+        for nc in range(int(lo), int(hi)):  # signed: nc // c must stay an integer
             xa, oa = x[nc // c, nc % c], out[nc // c, nc % c]
             for i in range(oh):
                 for j in range(ow):
@@ -37,7 +37,7 @@ def max_pool_loop(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
                     oa[i, j] = best
 
     def run(x, out):
-        split(part, out.shape[0] * out.shape[1], x, out)
+        split(part, out.shape[0] * out.shape[1], x, out, grain=1)
     return run
 
 
@@ -53,7 +53,7 @@ def max_pool_grad_loop(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, til
     def part(g, x, y, gx, first, lo, hi):
         n, c, oh, ow = g.shape
         zero, one = g.dtype.type(0), g.dtype.type(1)
-        for nc in range(lo, hi):
+        for nc in range(int(lo), int(hi)):  # signed: nc // c must stay an integer
             a, b = nc // c, nc % c
             xa, ya, ga, gxa, fa = x[a, b], y[a, b], g[a, b], gx[a, b], first[a, b]
             for i in range(oh):
@@ -82,5 +82,5 @@ def max_pool_grad_loop(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, til
                                     one if fa[i, j] == p * kw + q else zero)
 
     def run(g, x, y, gx, first):
-        split(part, g.shape[0] * g.shape[1], g, x, y, gx, first)
+        split(part, g.shape[0] * g.shape[1], g, x, y, gx, first, grain=1)
     return run

@@ -4,7 +4,8 @@ With numba (the ``fast`` extra) on the CPU the body becomes one loop (``_loops``
 cores for large groups, from the kernel's third call on (``_loops.Tiered``: a plan run once
 compiles nothing). Before that, without numba, on another array module, or for a group under
 ``_loops.COMPILE_MIN`` elements (not worth a compile), the body's nodes run in order with their
-own kernels, which gives exactly what the unfused plan gives. Both write into the planner's output buffers and may update a state in place.
+own kernels, which gives exactly what the unfused plan gives. Both write into the planner's
+output buffers, never into an input's (see ``_compiled``).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def fused_elementwise_kernel(xp, spec, compiled: bool | None = None):
         if (xp.__name__ == "numpy" and _loops.available()
                 and math.prod(spec.out_types[0].shape) >= _loops.COMPILE_MIN):
             return writes_out(_loops.Tiered(_op_by_op(xp, spec).run, lambda: _compiled(xp, spec).run),
-                              alias_safe=True)
+                              alias_safe=True)  # both forms: an output may be an input's buffer
         compiled = False
     return _compiled(xp, spec) if compiled else _op_by_op(xp, spec)
 
@@ -32,21 +33,52 @@ def _compiled(xp, spec):
     body = spec.attrs["body"]
     shape = spec.out_types[0].shape
     n = math.prod(shape)
-    loop = _loops.compiled_loop(_loops.loop_key(body))
+    key = _loops.loop_key(body)
     dtypes = [t.dtype.numpy for t in spec.out_types]
     single = len(dtypes) == 1
+    loops = {}  # per pattern of outputs written in place (one, in a plan: the planner's buffers are fixed)
+
+    def loop_for(into):
+        loop = loops.get(into)
+        if loop is None:
+            loop = loops[into] = _loops.compiled_loop(key, into)
+        return loop
 
     def run(*arrays, out=None):
         outs = (out,) if single and out is not None else out
         if outs is None:
             outs = tuple(xp.empty(shape, d) for d in dtypes)
-        flat = tuple(o.reshape(-1) if o.flags.c_contiguous else xp.empty(n, o.dtype) for o in outs)
-        loop(tuple(xp.ascontiguousarray(a).reshape(-1) for a in arrays), flat, n)
-        for o, f in zip(outs, flat):
-            if not o.flags.c_contiguous:  # a strided buffer: the loop wrote a flat copy
+        ins = tuple(xp.ascontiguousarray(a).reshape(-1) for a in arrays)
+        into = _into(ins, outs)
+        direct = into is not None and all(o.flags.c_contiguous for o in outs)
+        if direct:
+            loop_for(into)(ins, tuple(o.reshape(-1) for o in outs), n)
+        else:  # a strided buffer, or one overlapping an input other than exactly: fresh ones, copied
+            flat = tuple(xp.empty(n, d) for d in dtypes)
+            loop_for((-1,) * len(outs))(ins, flat, n)
+            for o, f in zip(outs, flat):
                 o[...] = f.reshape(o.shape)
         return outs[0] if single else tuple(outs)
     return writes_out(run, alias_safe=True)
+
+
+def _extent(a) -> tuple:
+    start = a.__array_interface__["data"][0]
+    return start, start + a.nbytes
+
+
+def _into(ins: tuple, outs: list) -> tuple | None:
+    """Per output, the input that is its very buffer (a state update in place) or -1; None
+    when an output overlaps an input any other way."""
+    spans = [_extent(a) for a in ins]
+    into = []
+    for o in outs:
+        start, stop = _extent(o)
+        same = [j for j, (a, b) in enumerate(spans) if (a, b) == (start, stop) and ins[j].dtype == o.dtype]
+        if len(same) > 1 or any(a < stop and start < b for j, (a, b) in enumerate(spans) if j not in same and b > a):
+            return None  # one buffer through two arrays: the loop's promise would not hold
+        into.append(same[0] if same else -1)
+    return tuple(into)
 
 
 def _op_by_op(xp, spec):
