@@ -270,3 +270,23 @@ def test_a_value_read_twice_by_one_op_is_one_input():
     node = fuse_elementwise(g).nodes[0]
     assert len(node.inputs) == 2 and len({v.name for v in node.attrs["body"].inputs}) == 2
     ir.verify(fuse_elementwise(g))
+
+
+def test_a_forked_child_runs_plans_whose_loops_split_over_threads():
+    # a pool's worker threads do not survive fork: the child must make its own, not wait forever
+    import multiprocessing
+    x = np.random.default_rng(0).standard_normal((64, 16, 32, 32)).astype(np.float32)
+    plan = gc.compile(nn.Sequential(nn.MaxPool2d(2)).eval(), (x,))
+    for _ in range(_loops.WARM_CALLS):  # the pooling loop (split over the cores) takes over
+        want = np.array(plan(x))
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=lambda: send.send(np.array(plan(x))))  # forked: nothing pickled
+    child.start()
+    try:
+        assert receive.poll(60), "the forked child's plan never finished"
+        np.testing.assert_array_equal(receive.recv(), want)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()

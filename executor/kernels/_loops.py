@@ -50,6 +50,15 @@ _POOL: list = []  # the worker threads, made on the first split (a pool, not sta
 _POOL_LOCK = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: its first split makes a new pool
+    (the old one would take the work and never run it)."""
+    _POOL.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool():
     with _POOL_LOCK:
         if not _POOL:
