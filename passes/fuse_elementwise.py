@@ -18,8 +18,7 @@ from __future__ import annotations
 import heapq
 
 from ..ir.graph import Graph, Node, Value
-from ..ir.ops.fused_elementwise import DTYPES, MAX_OUTPUTS, is_scalar_like, scalar_rule
-from ..ir.registry import get_op
+from ..ir.ops.fused_elementwise import MAX_OUTPUTS, fusible
 
 PASS_META = {"pass": "fuse_elementwise"}
 
@@ -48,23 +47,6 @@ def fuse_elementwise(graph: Graph) -> Graph:
     out = graph.copy()
     out.nodes = _in_dependency_order(graph, fused)
     return out
-
-
-def fusible(node: Node) -> bool:
-    """An elementwise node of a supported dtype whose inputs have its shape or one element."""
-    if len(node.outputs) != 1 or get_op(node.op).effects != "pure" or scalar_rule(node) is None:
-        return False
-    out = node.outputs[0].type
-    if is_scalar_like(out.shape) or any(v.type.dtype.name not in DTYPES for v in [*node.inputs, node.outputs[0]]):
-        return False
-    if any(v.type.shape != out.shape and not is_scalar_like(v.type.shape) for v in node.inputs):
-        return False
-    if node.op == "cast":
-        return True
-    operands = node.inputs[1:] if node.op == "where" else node.inputs
-    if node.op == "where" and node.inputs[0].type.dtype.name != "bool":
-        return False
-    return len({v.type.dtype for v in operands}) == 1  # no mixed-dtype promotion inside a loop
 
 
 def _find_groups(graph: Graph) -> list[list[int]]:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..registry import Attr, OpDef, register
+from ..registry import Attr, OpDef, get_op, register
 
 
 # Rules call no helper of their own (numba compiles the lambdas and the numpy functions they
@@ -128,15 +128,31 @@ def _infer(in_types, attrs):
     return [v.type for v in body.outputs]
 
 
+def fusible(node) -> bool:
+    """An elementwise node with a scalar rule, of a supported dtype, whose inputs have its shape
+    or one element: what the fuse_elementwise pass groups and what a loaded body may hold."""
+    if len(node.outputs) != 1 or get_op(node.op).effects != "pure" or scalar_rule(node) is None:
+        return False
+    out = node.outputs[0].type
+    if is_scalar_like(out.shape) or any(v.type.dtype.name not in DTYPES for v in [*node.inputs, node.outputs[0]]):
+        return False
+    if any(v.type.shape != out.shape and not is_scalar_like(v.type.shape) for v in node.inputs):
+        return False
+    if node.op == "cast":
+        return True
+    operands = node.inputs[1:] if node.op == "where" else node.inputs
+    if node.op == "where" and node.inputs[0].type.dtype.name != "bool":
+        return False
+    return len({v.type.dtype for v in operands}) == 1  # no mixed-dtype promotion inside a loop
+
+
 def check_body(body) -> None:
-    """A body read from a file holds fusible ops of the supported dtypes only, each output one
-    of its nodes' (so the kernel generator knows every op it meets)."""
+    """A body read from a file holds fusible nodes only (so the loop builder knows every op it
+    meets, in the dtypes its rules assume), each output one of its nodes'."""
     produced = {id(v) for n in body.nodes for v in n.outputs}
     for node in body.nodes:
-        if node.op not in SCALAR_RULES or scalar_rule(node) is None:
-            raise ShapeError(f"fused_elementwise: op {node.op!r} cannot be fused")
-        if any(v.type.dtype.name not in DTYPES for v in [*node.inputs, *node.outputs]):
-            raise ShapeError(f"fused_elementwise: op {node.op!r} has a type outside {sorted(DTYPES)}")
+        if node.op not in SCALAR_RULES or not fusible(node):
+            raise ShapeError(f"fused_elementwise: op {node.op!r} cannot be fused (its dtypes or shapes, or the op)")
     if not body.outputs or len(body.outputs) > MAX_OUTPUTS or any(id(v) not in produced for v in body.outputs):
         raise ShapeError(f"fused_elementwise: its body needs 1..{MAX_OUTPUTS} outputs made by its nodes")
     if body.state or body.constants:
