@@ -90,12 +90,10 @@ def _stride_one(geo) -> bool:
     return tuple(geo.stride) == (1, 1)
 
 
-def _loops_pay(xp, geo) -> bool:
-    """numba's loops (_depthwise_loops.py), from a kernel's third call on: on the CPU, when
-    numba is installed, for float32/float64 batches large enough to repay compiling them."""
+def _compiled_form(xp, geo, run, looped):
+    """``run``, or a Tiered of it and ``looped()`` (numba's loops, _depthwise_loops.py)."""
     size = geo.n * geo.c * max(geo.h * geo.w, geo.oh * geo.ow)
-    return (xp.__name__ == "numpy" and _loops.available() and geo.dtype.name in ("float32", "float64")
-            and size >= _loops.COMPILE_MIN)
+    return _loops.tiered(xp, [geo.dtype], size, run, looped)
 
 
 def _geometry_loops(geo):
@@ -118,10 +116,7 @@ def _looped_forward(xp, geo, has_bias, forward):
 
 
 def depthwise_forward(xp, geo, has_bias):
-    run = _numpy_forward(xp, geo, has_bias)
-    if _loops_pay(xp, geo):
-        return _loops.Tiered(run, lambda: _looped_forward(xp, geo, has_bias, _geometry_loops(geo)[0]))
-    return run
+    return _compiled_form(xp, geo, _numpy_forward(xp, geo, has_bias), lambda: _looped_forward(xp, geo, has_bias, _geometry_loops(geo)[0]))
 
 
 def _numpy_forward(xp, geo, has_bias):
@@ -188,10 +183,7 @@ def _looped_grad_input(xp, geo, grad_input):
 
 def depthwise_grad_input(xp, geo):
     """Each offset adds cotangent x weight into its window of a padded accumulator."""
-    run = _numpy_grad_input(xp, geo)
-    if _loops_pay(xp, geo):
-        return _loops.Tiered(run, lambda: _looped_grad_input(xp, geo, _geometry_loops(geo)[2]))
-    return run
+    return _compiled_form(xp, geo, _numpy_grad_input(xp, geo), lambda: _looped_grad_input(xp, geo, _geometry_loops(geo)[2]))
 
 
 def _numpy_grad_input(xp, geo):
@@ -241,10 +233,7 @@ def _looped_grad_weight(xp, geo, grad_weight):
 
 def depthwise_grad_weight(xp, geo):
     """dw[c, i, j] = sum over images and pixels of cotangent x window (i, j): one einsum each."""
-    run = _numpy_grad_weight(xp, geo)
-    if _loops_pay(xp, geo):
-        return _loops.Tiered(run, lambda: _looped_grad_weight(xp, geo, _geometry_loops(geo)[1]))
-    return run
+    return _compiled_form(xp, geo, _numpy_grad_weight(xp, geo), lambda: _looped_grad_weight(xp, geo, _geometry_loops(geo)[1]))
 
 
 def _numpy_grad_weight(xp, geo):

@@ -88,6 +88,17 @@ def split(loop, n: int, *args, grain: int = 1 << 16) -> None:
         future.result()
 
 
+def tiered(xp, dtypes, size: int, first, make_fast, allowed=("float32", "float64")):
+    """``first``, or a Tiered of it and ``make_fast`` where a compiled form pays: numba is
+    installed, the array module is numpy, every dtype is ``allowed`` (what the loop was written
+    for), and the work is ``COMPILE_MIN`` elements or more. The one gate of every kernel with
+    a compiled form."""
+    if (xp.__name__ == "numpy" and size >= COMPILE_MIN and available()
+            and all(np.dtype(d).name in allowed for d in dtypes)):
+        return Tiered(first, make_fast)
+    return first
+
+
 class Tiered:
     """``run(*arrays, out=...)``: ``first`` for the first ``WARM_CALLS - 1`` calls, then the
     function ``make_fast()`` returns (built once, on the call that reaches ``WARM_CALLS``). The

@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import math
 
+from ...ir.ops.fused_elementwise import DTYPES
 from . import _loops
 from .base import as_kernel, writes_out
 
 
 def fused_elementwise_kernel(xp, spec, compiled: bool | None = None):
     """``compiled``: None gives the op-by-op path that switches to the compiled loop on its
-    ``_loops.WARM_CALLS``-th call, when numba and numpy are there and the group is large enough
-    to repay compiling it; False the op-by-op path (the reference the loop is tested
-    against), True the loop from the first call."""
+    ``_loops.WARM_CALLS``-th call where a loop pays (``_loops.tiered``); False the op-by-op
+    path (the reference the loop is tested against), True the loop from the first call."""
     if compiled is None:
-        if (xp.__name__ == "numpy" and _loops.available()
-                and math.prod(spec.out_types[0].shape) >= _loops.COMPILE_MIN):
-            return writes_out(_loops.Tiered(_op_by_op(xp, spec).run, lambda: _compiled(xp, spec).run),
-                              alias_safe=True)  # both forms: an output may be an input's buffer
-        compiled = False
+        size = math.prod(spec.out_types[0].shape)
+        dtypes = [t.dtype.numpy for t in (*spec.in_types, *spec.out_types)]
+        run = _loops.tiered(xp, dtypes, size, _op_by_op(xp, spec).run, lambda: _compiled(xp, spec).run,
+                            allowed=DTYPES)
+        return writes_out(run, alias_safe=True)  # both forms: an output may be an input's buffer
     return _compiled(xp, spec) if compiled else _op_by_op(xp, spec)
 
 
@@ -110,8 +110,4 @@ def _op_by_op(xp, spec):
     return writes_out(run, alias_safe=True)
 
 
-def _fused_elementwise(xp, spec):
-    return fused_elementwise_kernel(xp, spec)
-
-
-KERNELS = {"fused_elementwise": _fused_elementwise}
+KERNELS = {"fused_elementwise": fused_elementwise_kernel}

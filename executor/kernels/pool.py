@@ -19,12 +19,10 @@ def _empty(xp, spec, out, index=0):
     return xp.empty(t.shape, dtype=t.dtype.numpy) if out is None else out
 
 
-def _looped(xp, spec) -> bool:
-    """numba's loops (_pool_loops.py) for float32/float64 max pooling on the CPU, when installed,
-    for inputs large enough to repay compiling them (``_loops.COMPILE_MIN``)."""
-    return (xp.__name__ == "numpy" and _loops.available() and all(t.dtype.name in ("float32", "float64")
-                                                                   for t in spec.in_types)
-            and max(math.prod(t.shape) for t in spec.in_types) >= _loops.COMPILE_MIN)
+def _compiled_form(xp, spec, run, looped):
+    """``run``, or a Tiered of it and numba's loop (_pool_loops.py) where a compiled form pays."""
+    size = max(math.prod(t.shape) for t in spec.in_types)
+    return _loops.tiered(xp, [t.dtype.numpy for t in spec.in_types], size, run, looped)
 
 
 def _max_pool2d(xp, spec):
@@ -33,6 +31,7 @@ def _max_pool2d(xp, spec):
     in_shape = spec.in_types[0].shape
     pad = AsymPadder(xp, in_shape, pool_geometry(a, in_shape[2:], out_hw), spec.in_types[0].dtype.numpy,
                      fill=-np.inf)
+
     def run(x, out=None):
         out = _empty(xp, spec, out)
         views = window_views(pad(x), a["kernel_size"], a["stride"], a["dilation"], out_hw)
@@ -50,7 +49,7 @@ def _max_pool2d(xp, spec):
             loop(pad(x), out)
             return out
         return run_loop
-    return writes_out(_loops.Tiered(run, looped) if _looped(xp, spec) else run)
+    return writes_out(_compiled_form(xp, spec, run, looped))
 
 
 def _avg_divisor(xp, spec, in_shape, out_hw):
@@ -192,7 +191,7 @@ def _max_pool2d_grad(xp, spec):
             loop(g, pad(x), y, gx, first)
             return acc.finish(gx, out)
         return run_loop
-    return writes_out(_loops.Tiered(run, looped) if _looped(xp, spec) else run)
+    return writes_out(_compiled_form(xp, spec, run, looped))
 
 
 def _avg_pool2d_grad(xp, spec):
