@@ -181,22 +181,16 @@ def _stores(jit, exprs: list, k: int, into: tuple):
     """Compute output k, then (recursively) the later ones and store them, then store k: every
     value is computed before the first store. Output k goes to ``outs[k]``, or through input
     ``into[k]`` when it is that input's buffer."""
-    expr, rest = exprs[0], (_stores(jit, exprs[1:], k + 1, into) if len(exprs) > 1 else None)
-    j = into[k]
-    if rest is None and j < 0:
+    expr, j = exprs[0], into[k]
+    target = jit(lambda ins, outs: ins[j]) if j >= 0 else jit(lambda ins, outs: outs[k])
+    if len(exprs) == 1:
         def store(ins, outs, i):
-            outs[k][i] = expr(ins, i)
-    elif rest is None:
-        def store(ins, outs, i):
-            ins[j][i] = expr(ins, i)
-    elif j < 0:
-        def store(ins, outs, i):
-            value = expr(ins, i)
-            rest(ins, outs, i)
-            outs[k][i] = value
-    else:
-        def store(ins, outs, i):
-            value = expr(ins, i)
-            rest(ins, outs, i)
-            ins[j][i] = value
-    return jit(store)
+            target(ins, outs)[i] = expr(ins, i)
+        return jit(store)
+    rest = _stores(jit, exprs[1:], k + 1, into)
+
+    def store_more(ins, outs, i):
+        value = expr(ins, i)
+        rest(ins, outs, i)
+        target(ins, outs)[i] = value
+    return jit(store_more)

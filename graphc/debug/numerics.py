@@ -114,7 +114,7 @@ def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
     env, batch = _step_inputs(plan, inputs, backend)
     rng = np.random.default_rng()
     rng.bit_generator.state = plan.rng.bit_generator.state
-    producers = {f"%{v.name}": n for n in _with_bodies(plan.graph.nodes) for v in n.outputs}
+    producers = {f"%{v.name}": n for n in _with_fused_ops(plan.graph.nodes) for v in n.outputs}
     for index, node in enumerate(plan.graph.nodes):
         if get_op(node.op).effects == "check":
             continue
@@ -130,7 +130,8 @@ def find_nonfinite(plan, *inputs) -> NonFiniteNode | None:
     return None
 
 
-def _with_bodies(nodes):
+def _with_fused_ops(nodes):
+    """The nodes, a fused_elementwise node replaced by its body's ops (the names a report uses)."""
     for node in nodes:
         yield from node.attrs["body"].nodes if node.op == "fused_elementwise" else (node,)
 

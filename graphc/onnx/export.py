@@ -308,6 +308,8 @@ WRITERS = {
 WRITERS.update(CONV_TRANSPOSE_WRITERS)  # conv_transpose2d, im2col, col2im
 WRITERS.update(CUMULATIVE_WRITERS)  # cumulative sum -> CumSum
 WRITERS.update(VISION_WRITERS)  # max/avg pooling (ceil_mode, indices), adaptive max pooling, max unpooling
+
+
 def _fused_elementwise(w: _Writer, node, ins, outs):
     """A fused group as its ops, one ONNX node each (ONNX runtimes fuse them their own way);
     the group's outputs keep the fused node's names."""
